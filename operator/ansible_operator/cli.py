@@ -1,0 +1,39 @@
+"""The ``ansible-operator`` command: one sub-command per job, each in a module of its own.
+
+``run`` keeps upstream's flag set and parses its own arguments; the other sub-commands are ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import __version__
+from .devcluster import command as devcluster_command
+
+
+def _version(_: argparse.Namespace) -> int:
+    print(f'ansible-operator version: "v{__version__}", python version: "{sys.version.split()[0]}"')
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ansible-operator")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    subparsers.add_parser("version", help="print the version").set_defaults(handler=_version)
+    devcluster_command.add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_list = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exit_:  # bad command lines exit 1, as upstream's cobra does
+        return 1 if exit_.code == 2 else int(exit_.code or 0)
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""``ansible-operator dev-cluster up|down|status|kubeconfig|build``.
+
+Progress goes to stderr and results to stdout, so ``export KUBECONFIG=$(ansible-operator
+dev-cluster kubeconfig)`` works. User errors end in one line and exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from . import binaries
+from .cluster import ClusterError, DevCluster
+
+
+def _progress(message: str) -> None:
+    print(f"[dev-cluster] {message}", file=sys.stderr, flush=True)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "dev-cluster",
+        help="a local Kubernetes control plane (etcd, kube-apiserver, controller-manager, "
+        "scheduler, kwok) as plain processes",
+    )
+    parser.add_argument(
+        "action", choices=["up", "down", "status", "kubeconfig", "build"], help="what to do"
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        help="where the cluster keeps its files (default: $ANSIBLE_OPERATOR_DEV_CLUSTER_DIR or "
+        "~/.local/state/ansible-operator/dev-cluster)",
+    )
+    parser.add_argument(
+        "--bin-dir",
+        type=Path,
+        help=f"take every binary from this directory (default: ${binaries.BIN_DIR_ENV}, then "
+        "PATH when versions match, then the build cache)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    cluster = DevCluster(args.state_dir, progress=_progress)
+    try:
+        if args.action == "build":
+            print(binaries.build(environ=None, progress=_progress))
+        elif args.action == "up":
+            started = time.monotonic()
+            bins = binaries.ensure(args.bin_dir, progress=_progress)
+            _progress(f"binaries from {bins.source}")
+            kubeconfig = cluster.up(bins)
+            _progress(f"up in {time.monotonic() - started:.1f}s; kubeconfig: {kubeconfig}")
+            print(kubeconfig)
+        elif args.action == "down":
+            if not cluster.down():
+                _progress(f"no cluster recorded in {cluster.layout.state_dir}")
+        elif args.action == "kubeconfig":
+            if not cluster.kubeconfig.exists():
+                raise ClusterError(f"no cluster in {cluster.layout.state_dir}; run 'up' first")
+            print(cluster.kubeconfig)
+        else:
+            return _print_status(cluster)
+    except (binaries.BinariesError, ClusterError) as err:
+        print(f"ansible-operator dev-cluster {args.action}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print_status(cluster: DevCluster) -> int:
+    statuses = cluster.status()
+    if not statuses:
+        print(f"no cluster in {cluster.layout.state_dir}")
+        return 1
+    for s in statuses:
+        state = "healthy" if s.healthy else ("running, not healthy" if s.running else "dead")
+        print(f"{s.name:<24} pid {s.pid:<8} {state}")
+        if not s.running:
+            print(f"  last lines of {s.log}:")
+            print("\n".join("    " + line for line in s.log_tail.splitlines()))
+    return 0 if all(s.healthy for s in statuses) else 1

@@ -1,0 +1,196 @@
+"""The command line of each control-plane component, as a pure function of paths and ports.
+
+Everything listens on 127.0.0.1 only. The API server advertises a loopback address, which the
+``kubernetes`` Service endpoints reject, so the endpoint reconciler is off; kwok plays the kubelet
+for every node, so Pods are scheduled and become Running without a container runtime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .binaries import Binaries
+from .certs import ClusterCerts
+
+SERVICE_CIDR = "10.0.0.0/24"
+POD_CIDR = "10.244.0.0/16"
+PORT_NAMES = (
+    "etcd",
+    "etcd-peer",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+)
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    argv: list[str]
+    health_url: str
+    needs_client_cert: bool = False  # the API server's /readyz wants the admin certificate
+    verify_tls: bool = True  # False for self-signed serving certificates
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a cluster keeps its files."""
+
+    state_dir: Path
+
+    @property
+    def certs(self) -> ClusterCerts:
+        return ClusterCerts(self.state_dir / "pki")
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state_dir / "admin.kubeconfig"
+
+    @property
+    def kwok_config(self) -> Path:
+        return self.state_dir / "kwok-stages.yaml"
+
+    @property
+    def state_file(self) -> Path:
+        return self.state_dir / "state.json"
+
+    def log(self, component: str) -> Path:
+        return self.state_dir / "logs" / f"{component}.log"
+
+    def data(self, component: str) -> Path:
+        return self.state_dir / "data" / component
+
+
+def build(bins: Binaries, layout: Layout, ports: dict[str, int]) -> list[Component]:
+    """The components in start order: etcd first, the API server next, the rest after it."""
+    certs = layout.certs
+    kubeconfig = str(layout.kubeconfig)
+    etcd_url = f"http://127.0.0.1:{ports['etcd']}"
+    peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
+    api = ports["kube-apiserver"]
+    shared_component_flags = [
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        "--leader-elect=false",
+    ]
+    return [
+        Component(
+            "etcd",
+            [
+                str(bins["etcd"]),
+                "--name=node0",
+                f"--data-dir={layout.data('etcd')}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=node0={peer_url}",
+                "--listen-metrics-urls=",
+                "--unsafe-no-fsync=true",
+                "--auto-compaction-retention=1",
+                "--quota-backend-bytes=2147483648",
+                "--log-level=warn",
+            ],
+            f"{etcd_url}/health",
+        ),
+        Component(
+            "kube-apiserver",
+            [
+                str(bins["kube-apiserver"]),
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={api}",
+                "--endpoint-reconciler-type=none",
+                f"--cert-dir={layout.data('kube-apiserver')}",
+                f"--tls-cert-file={certs.serving_cert}",
+                f"--tls-private-key-file={certs.serving_key}",
+                f"--client-ca-file={certs.ca_cert}",
+                "--authorization-mode=Node,RBAC",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--allow-privileged=true",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={certs.service_account_key}",
+                f"--service-account-signing-key-file={certs.service_account_key}",
+                "--profiling=false",
+            ],
+            f"https://127.0.0.1:{api}/readyz",
+            needs_client_cert=True,
+        ),
+        Component(
+            "kube-controller-manager",
+            [
+                str(bins["kube-controller-manager"]),
+                *shared_component_flags,
+                f"--secure-port={ports['kube-controller-manager']}",
+                f"--cert-dir={layout.data('kube-controller-manager')}",
+                f"--service-account-private-key-file={certs.service_account_key}",
+                f"--root-ca-file={certs.ca_cert}",
+                f"--cluster-signing-cert-file={certs.ca_cert}",
+                f"--cluster-signing-key-file={certs.ca_key}",
+                "--controllers=*",
+                "--profiling=false",
+            ],
+            f"https://127.0.0.1:{ports['kube-controller-manager']}/healthz",
+            verify_tls=False,
+        ),
+        Component(
+            "kube-scheduler",
+            [
+                str(bins["kube-scheduler"]),
+                *shared_component_flags,
+                f"--secure-port={ports['kube-scheduler']}",
+                f"--cert-dir={layout.data('kube-scheduler')}",
+                "--profiling=false",
+            ],
+            f"https://127.0.0.1:{ports['kube-scheduler']}/healthz",
+            verify_tls=False,
+        ),
+        Component(
+            "kwok",
+            [
+                str(bins["kwok"]),
+                f"--kubeconfig={kubeconfig}",
+                f"--config={layout.kwok_config}",
+                "--manage-all-nodes=true",
+                f"--cidr={POD_CIDR}",
+                "--node-ip=127.0.0.1",
+                "--node-lease-duration-seconds=40",
+                f"--server-address=127.0.0.1:{ports['kwok']}",
+            ],
+            f"http://127.0.0.1:{ports['kwok']}/healthz",
+        ),
+    ]
+
+
+def fake_node(name: str) -> dict[str, object]:
+    """A Node that kwok manages; untainted, so every Pod may land on it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake"},
+            "labels": {
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/hostname": name,
+                "type": "kwok",
+            },
+        },
+        "status": {
+            "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+            "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+            "nodeInfo": {
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "kubeletVersion": "fake",
+                "kubeProxyVersion": "fake",
+            },
+            "phase": "Running",
+        },
+    }

@@ -1,0 +1,121 @@
+"""Starting, recognising and stopping the control plane's processes, and finding free ports.
+
+Each component runs in a session of its own, so stopping it reaches every process it forked.
+A process is identified by its pid together with its start time, so a pid that the kernel
+reused for somebody else's process is never signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ProcessRef:
+    pid: int
+    start_time: int  # clock ticks since boot, field 22 of /proc/<pid>/stat
+
+
+def start_time_of(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after its closing one.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] == "Z":  # a zombie has exited already
+        return None
+    return int(fields[19])
+
+
+def is_running(ref: ProcessRef) -> bool:
+    return start_time_of(ref.pid) == ref.start_time
+
+
+def spawn(argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> ProcessRef:
+    """Start ``argv`` detached in its own session, stdout and stderr appended to ``log_path``."""
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
+    started = start_time_of(proc.pid)
+    return ProcessRef(proc.pid, started if started is not None else -1)
+
+
+def exit_code(ref: ProcessRef) -> int | None:
+    """Reap ``ref`` if it is our exited child; its exit code, or None when unknown or running."""
+    with contextlib.suppress(ChildProcessError):
+        pid, status = os.waitpid(ref.pid, os.WNOHANG)
+        if pid == ref.pid:
+            return os.waitstatus_to_exitcode(status)
+    return None
+
+
+def stop(refs: Sequence[ProcessRef], grace: float = 10.0) -> None:
+    """SIGTERM each process group, wait up to ``grace`` seconds, then SIGKILL what is left."""
+    alive = [r for r in refs if is_running(r)]
+    for ref in alive:
+        _signal_group(ref, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while alive and time.monotonic() < deadline:
+        for ref in alive:
+            exit_code(ref)
+        alive = [r for r in alive if is_running(r)]
+        if alive:
+            time.sleep(0.1)
+    for ref in alive:
+        _signal_group(ref, signal.SIGKILL)
+    for ref in alive:
+        for _ in range(50):
+            exit_code(ref)
+            if not is_running(ref):
+                break
+            time.sleep(0.1)
+
+
+def _signal_group(ref: ProcessRef, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(ref.pid, sig)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(ref.pid, sig)
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports that were free a moment ago."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def port_is_listening(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def tail(path: Path, lines: int = 15) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,79 @@
+"""``ansible-operator dev-cluster`` as a user drives it: up, up again, status, a crash, down."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from ansible_operator.devcluster import processes
+
+from .waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+def dev_cluster(*args, state_dir):
+    return subprocess.run(
+        [sys.executable, "-m", "ansible_operator.cli", "dev-cluster", *args,
+         "--state-dir", str(state_dir)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )
+
+
+def recorded(state_dir):
+    state = json.loads((state_dir / "state.json").read_text())
+    refs = {
+        name: processes.ProcessRef(c["pid"], c["start_time"])
+        for name, c in state["components"].items()
+    }
+    return refs, state["ports"]
+
+
+def test_up_is_idempotent_status_reports_a_crash_and_down_cleans_up(tmp_path):
+    state_dir = tmp_path / "cluster"
+    first = dev_cluster("up", state_dir=state_dir)
+    assert first.returncode == 0, first.stderr
+    kubeconfig = first.stdout.strip()
+    assert kubeconfig == str(state_dir.resolve() / "admin.kubeconfig")
+    refs, ports = recorded(state_dir)
+    assert set(refs) == {"etcd", "kube-apiserver", "kube-controller-manager",
+                         "kube-scheduler", "kwok"}
+    assert all(processes.is_running(r) for r in refs.values())
+
+    second = dev_cluster("up", state_dir=state_dir)
+    assert second.returncode == 0, second.stderr
+    assert "reusing the running cluster" in second.stderr
+    assert recorded(state_dir)[0] == refs, "a second up must not start new processes"
+
+    assert dev_cluster("kubeconfig", state_dir=state_dir).stdout.strip() == kubeconfig
+    status = dev_cluster("status", state_dir=state_dir)
+    assert status.returncode == 0
+    assert status.stdout.count("healthy") == 5
+
+    os.kill(refs["kube-scheduler"].pid, signal.SIGKILL)
+    wait_until(lambda: not processes.is_running(refs["kube-scheduler"]),
+               what="the scheduler to die")
+    status = dev_cluster("status", state_dir=state_dir)
+    assert status.returncode == 1
+    assert "kube-scheduler" in status.stdout and "dead" in status.stdout
+    assert "last lines of" in status.stdout
+
+    # The broken cluster is cleared away and a new one started in its place.
+    again = dev_cluster("up", state_dir=state_dir)
+    assert again.returncode == 0, again.stderr
+    new_refs, new_ports = recorded(state_dir)
+    assert not any(processes.is_running(r) for r in refs.values())
+    assert all(processes.is_running(r) for r in new_refs.values())
+
+    down = dev_cluster("down", state_dir=state_dir)
+    assert down.returncode == 0, down.stderr
+    for ref in [*refs.values(), *new_refs.values()]:
+        assert not processes.is_running(ref)
+    for port in [*ports.values(), *new_ports.values()]:
+        assert not processes.port_is_listening(port), f"port {port} still listening"
+    assert dev_cluster("status", state_dir=state_dir).returncode == 1

@@ -1,0 +1,51 @@
+"""dev-cluster failures a user can cause end in one line that says what to do."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def dev_cluster(*args, env):
+    return subprocess.run(
+        [sys.executable, "-m", "ansible_operator.cli", "dev-cluster", *args],
+        capture_output=True, text=True, timeout=120, check=False, env=env,
+    )
+
+
+def test_incomplete_bin_dir_names_what_is_missing_and_the_three_ways(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "etcd").write_text("#!/bin/sh\n")
+    (bin_dir / "etcd").chmod(0o755)
+    result = dev_cluster("up", "--bin-dir", str(bin_dir), "--state-dir", str(tmp_path / "c"),
+                         env=dict(os.environ))
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "kube-apiserver" in lines[0] and "kwok" in lines[0]
+    assert "etcd," not in lines[0], "etcd is present and must not be reported missing"
+    assert "--bin-dir" in lines[0] and "PATH" in lines[0] and "Go" in lines[0]
+
+
+def test_go_missing_names_the_binaries_and_the_ways(tmp_path):
+    env = dict(os.environ)
+    env["PATH"] = str(tmp_path / "empty-path")  # no go, no binaries
+    env["ANSIBLE_OPERATOR_CACHE_DIR"] = str(tmp_path / "cache")
+    env.pop("ANSIBLE_OPERATOR_K8S_BIN_DIR", None)
+    result = dev_cluster("up", "--state-dir", str(tmp_path / "c"), env=env)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith("ansible-operator dev-cluster up: go was not found")
+    assert "kube-apiserver" in lines[-1] and "--bin-dir" in lines[-1]
+    assert "Traceback" not in result.stderr
+
+
+def test_status_and_kubeconfig_without_a_cluster(tmp_path):
+    env = dict(os.environ)
+    status = dev_cluster("status", "--state-dir", str(tmp_path), env=env)
+    assert status.returncode == 1 and "no cluster" in status.stdout
+    kubeconfig = dev_cluster("kubeconfig", "--state-dir", str(tmp_path), env=env)
+    assert kubeconfig.returncode == 1
+    assert "run 'up' first" in kubeconfig.stderr
