@@ -235,14 +235,20 @@ def _run_with_ticker(
 
 
 def build(
-    names: list[str] | tuple[str, ...] = ALL_BINARIES,
+    names: list[str] | tuple[str, ...] | None = None,
     environ: Mapping[str, str] | None = None,
     progress: Progress | None = None,
 ) -> Path:
-    """Build ``names`` from Go modules into the per-user cache; return the cache bin directory."""
+    """Build ``names`` (default: those not in the cache yet) from Go modules into the cache.
+
+    Returns the cache's bin directory.
+    """
     env = dict(os.environ if environ is None else environ)
     out = cache_bin_dir(env)
+    if names is None:
+        names = _from_dir(out)[1]
     if not names:
+        _say(progress, f"all binaries are in {out}")
         return out
     if shutil.which("go", path=env.get("PATH")) is None:
         raise BinariesError("go was not found on PATH; " + _how_to_provide(list(names)))
