@@ -177,10 +177,12 @@ def test_rbac_refuses_what_the_role_does_not_allow(cluster, namespace):
             namespace,
             {
                 "metadata": {"name": "reader-cm-get"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                            "name": "cm-get"},
-                "subjects": [{"kind": "ServiceAccount", "name": "reader",
-                              "namespace": namespace}],
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": "cm-get",
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
             },
         )
         core.create_namespaced_config_map(namespace, {"metadata": {"name": "readable"}})
@@ -197,9 +199,7 @@ def test_rbac_refuses_what_the_role_does_not_allow(cluster, namespace):
     with client.ApiClient(config) as as_reader:
         reader = client.CoreV1Api(as_reader)
         # The binding may take a moment to reach the authorizer's cache.
-        wait_until(
-            lambda: _can_get(reader, namespace), what="the reader to be allowed to get"
-        )
+        wait_until(lambda: _can_get(reader, namespace), what="the reader to be allowed to get")
         with pytest.raises(ApiException) as err:
             reader.create_namespaced_config_map(namespace, {"metadata": {"name": "nope"}})
         assert err.value.status == 403

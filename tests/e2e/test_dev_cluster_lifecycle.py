@@ -19,9 +19,19 @@ pytestmark = pytest.mark.e2e
 
 def dev_cluster(*args, state_dir):
     return subprocess.run(
-        [sys.executable, "-m", "ansible_operator.cli", "dev-cluster", *args,
-         "--state-dir", str(state_dir)],
-        capture_output=True, text=True, timeout=600, check=False,
+        [
+            sys.executable,
+            "-m",
+            "ansible_operator.cli",
+            "dev-cluster",
+            *args,
+            "--state-dir",
+            str(state_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
 
 
@@ -41,8 +51,13 @@ def test_up_is_idempotent_status_reports_a_crash_and_down_cleans_up(tmp_path):
     kubeconfig = first.stdout.strip()
     assert kubeconfig == str(state_dir.resolve() / "admin.kubeconfig")
     refs, ports = recorded(state_dir)
-    assert set(refs) == {"etcd", "kube-apiserver", "kube-controller-manager",
-                         "kube-scheduler", "kwok"}
+    assert set(refs) == {
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kwok",
+    }
     assert all(processes.is_running(r) for r in refs.values())
 
     second = dev_cluster("up", state_dir=state_dir)
@@ -56,8 +71,9 @@ def test_up_is_idempotent_status_reports_a_crash_and_down_cleans_up(tmp_path):
     assert status.stdout.count("healthy") == 5
 
     os.kill(refs["kube-scheduler"].pid, signal.SIGKILL)
-    wait_until(lambda: not processes.is_running(refs["kube-scheduler"]),
-               what="the scheduler to die")
+    wait_until(
+        lambda: not processes.is_running(refs["kube-scheduler"]), what="the scheduler to die"
+    )
     status = dev_cluster("status", state_dir=state_dir)
     assert status.returncode == 1
     assert "kube-scheduler" in status.stdout and "dead" in status.stdout

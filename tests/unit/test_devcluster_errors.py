@@ -10,7 +10,11 @@ import sys
 def dev_cluster(*args, env):
     return subprocess.run(
         [sys.executable, "-m", "ansible_operator.cli", "dev-cluster", *args],
-        capture_output=True, text=True, timeout=120, check=False, env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
     )
 
 
@@ -19,8 +23,9 @@ def test_incomplete_bin_dir_names_what_is_missing_and_the_three_ways(tmp_path):
     bin_dir.mkdir()
     (bin_dir / "etcd").write_text("#!/bin/sh\n")
     (bin_dir / "etcd").chmod(0o755)
-    result = dev_cluster("up", "--bin-dir", str(bin_dir), "--state-dir", str(tmp_path / "c"),
-                         env=dict(os.environ))
+    result = dev_cluster(
+        "up", "--bin-dir", str(bin_dir), "--state-dir", str(tmp_path / "c"), env=dict(os.environ)
+    )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr

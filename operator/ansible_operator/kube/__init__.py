@@ -1,0 +1,1 @@
+"""Talking to the Kubernetes API: credentials and a small async client."""

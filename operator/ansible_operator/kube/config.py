@@ -1,0 +1,128 @@
+"""Where the operator's API credentials come from, in upstream's order.
+
+``KUBECONFIG`` first, then the in-cluster ServiceAccount, then ``~/.kube/config``, as
+controller-runtime's ``config.GetConfig()`` does (there is no ``--kubeconfig`` flag upstream).
+The result is one plain ``Credentials`` value shared by kopf's watches, our own client and the
+kubeconfig handed to each Ansible run.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+class ConfigError(Exception):
+    """No usable credentials; the message says which file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    server: str
+    ca_data: bytes | None = None  # PEM
+    insecure: bool = False
+    token: str | None = None
+    token_file: Path | None = None  # re-read on use: projected tokens rotate
+    cert_data: bytes | None = None  # PEM client certificate
+    key_data: bytes | None = None  # PEM client key
+    username: str | None = None
+    password: str | None = None
+    namespace: str | None = None
+
+    def bearer_token(self) -> str | None:
+        if self.token_file is not None:
+            return self.token_file.read_text().strip()
+        return self.token
+
+
+def load(environ: Mapping[str, str] | None = None) -> Credentials:
+    env = os.environ if environ is None else environ
+    if env.get("KUBECONFIG"):
+        # Like client-go, take the first existing file of a path list.
+        for part in env["KUBECONFIG"].split(os.pathsep):
+            if part and Path(part).exists():
+                return from_kubeconfig(Path(part))
+        raise ConfigError(f"KUBECONFIG={env['KUBECONFIG']}: no such file")
+    if env.get("KUBERNETES_SERVICE_HOST") and (SERVICE_ACCOUNT_DIR / "token").exists():
+        return in_cluster(env)
+    default = Path.home() / ".kube" / "config"
+    if default.exists():
+        return from_kubeconfig(default)
+    raise ConfigError(
+        "no Kubernetes credentials: set KUBECONFIG, run in a Pod with a ServiceAccount, "
+        "or create ~/.kube/config"
+    )
+
+
+def in_cluster(env: Mapping[str, str]) -> Credentials:
+    host, port = env["KUBERNETES_SERVICE_HOST"], env.get("KUBERNETES_SERVICE_PORT", "443")
+    if ":" in host:
+        host = f"[{host}]"
+    namespace_file = SERVICE_ACCOUNT_DIR / "namespace"
+    return Credentials(
+        server=f"https://{host}:{port}",
+        ca_data=(SERVICE_ACCOUNT_DIR / "ca.crt").read_bytes(),
+        token_file=SERVICE_ACCOUNT_DIR / "token",
+        namespace=namespace_file.read_text().strip() if namespace_file.exists() else None,
+    )
+
+
+def _data(where: Path, section: dict, key: str) -> bytes | None:
+    if section.get(f"{key}-data"):
+        return base64.b64decode(section[f"{key}-data"])
+    if section.get(key):
+        path = Path(section[key])
+        if not path.is_absolute():
+            path = where.parent / path
+        try:
+            return path.read_bytes()
+        except OSError as err:
+            raise ConfigError(f"{where}: cannot read {key} {path}: {err.strerror}") from err
+    return None
+
+
+def from_kubeconfig(path: Path) -> Credentials:
+    try:
+        config = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError(f"{path}: not a readable kubeconfig: {err}") from err
+
+    def named(section: str, name: str) -> dict:
+        for item in config.get(section) or []:
+            if item.get("name") == name:
+                return item.get(section[:-1]) or {}
+        raise ConfigError(f"{path}: {section[:-1]} {name!r} is not defined")
+
+    context_name = config.get("current-context")
+    if not context_name:
+        raise ConfigError(f"{path}: no current-context")
+    context = named("contexts", context_name)
+    cluster = named("clusters", context.get("cluster", ""))
+    user = named("users", context.get("user", "")) if context.get("user") else {}
+    if not cluster.get("server"):
+        raise ConfigError(f"{path}: cluster {context.get('cluster')!r} has no server")
+    if "exec" in user or "auth-provider" in user:
+        raise ConfigError(
+            f"{path}: user {context.get('user')!r} needs an exec or auth plugin, "
+            "which is not supported; use a token or a client certificate"
+        )
+    token_file = Path(user["tokenFile"]) if user.get("tokenFile") else None
+    return Credentials(
+        server=cluster["server"].rstrip("/"),
+        ca_data=_data(path, cluster, "certificate-authority"),
+        insecure=bool(cluster.get("insecure-skip-tls-verify")),
+        token=user.get("token"),
+        token_file=token_file,
+        cert_data=_data(path, user, "client-certificate"),
+        key_data=_data(path, user, "client-key"),
+        username=user.get("username"),
+        password=user.get("password"),
+        namespace=context.get("namespace"),
+    )
