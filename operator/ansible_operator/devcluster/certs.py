@@ -62,6 +62,10 @@ class ClusterCerts:
     def service_account_key(self) -> Path:
         return self.directory / "sa.key"
 
+    @property
+    def service_account_public_key(self) -> Path:
+        return self.directory / "sa.pub"
+
     def exist(self) -> bool:
         paths = (self.ca_cert, self.serving_cert, self.admin_cert, self.service_account_key)
         return all(p.exists() for p in paths)
@@ -72,9 +76,10 @@ def _new_key() -> ec.EllipticCurvePrivateKey:
 
 
 def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
+    # SEC1 ("EC PRIVATE KEY"): the one form every component's key loader accepts.
     pem = key.private_bytes(
         serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
+        serialization.PrivateFormat.TraditionalOpenSSL,
         serialization.NoEncryption(),
     )
     path.write_bytes(pem)
@@ -153,5 +158,11 @@ def generate(directory: Path) -> ClusterCerts:
     _write_key(certs.admin_key, key)
     _write_cert(certs.admin_cert, cert)
 
-    _write_key(certs.service_account_key, _new_key())
+    sa_key = _new_key()
+    _write_key(certs.service_account_key, sa_key)
+    certs.service_account_public_key.write_bytes(
+        sa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
     return certs

@@ -114,7 +114,7 @@ def build(bins: Binaries, layout: Layout, ports: dict[str, int]) -> list[Compone
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 "--allow-privileged=true",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={certs.service_account_key}",
+                f"--service-account-key-file={certs.service_account_public_key}",
                 f"--service-account-signing-key-file={certs.service_account_key}",
                 "--profiling=false",
             ],
