@@ -1,0 +1,296 @@
+"""Status conditions a reconcile writes on its CR, computed as pure functions of the old status.
+
+The condition types, reasons, messages, order and `ansibleResult` keys are upstream's (`Running`,
+`Successful`, `Failure`; the steady state after a success is `[Running, Successful, Failure]`),
+and so are the SetCondition rules: an identical type/status/reason is left alone (except
+`Failure`), `lastTransitionTime` only moves when the status flips, and a replaced condition moves
+to the end. Differences, all deliberate: each condition we write carries the `observedGeneration`
+it describes, a flipped condition gets a fresh `lastTransitionTime` (upstream keeps the stale
+one), and conditions written by others keep every field and any RFC3339 timestamp.
+Each function takes the current `.status` and returns a new one; nothing reads a clock.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+RUNNING = "Running"
+SUCCESSFUL = "Successful"
+FAILURE = "Failure"
+
+REASON_RUNNING = "Running"
+REASON_SUCCESSFUL = "Successful"
+REASON_FAILED = "Failed"
+
+MESSAGE_RUNNING = "Running reconciliation"
+MESSAGE_AWAITING = "Awaiting next reconciliation"
+MESSAGE_SUCCEEDED = "Last reconciliation succeeded"
+
+TRUE = "True"
+FALSE = "False"
+
+Condition = dict[str, Any]
+Status = dict[str, Any]
+
+_RFC3339 = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$",
+)
+
+
+def _utc(moment: datetime) -> datetime:
+    """Aware UTC time; a naive datetime is taken to be UTC already."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def format_transition_time(moment: datetime) -> str:
+    """`lastTransitionTime` form: RFC3339 in UTC, whole seconds (`2026-01-02T15:04:05Z`)."""
+    return _utc(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_completion(moment: datetime) -> str:
+    """`ansibleResult.completion` form: `2026-01-02T15:04:05.123456+00:00`.
+
+    Upstream's Go layout `2006-01-02T15:04:05.99999999+00:00`: trailing zeros of the fraction
+    are dropped (and the dot with them), and the offset is the literal `+00:00`.
+    """
+    utc = _utc(moment)
+    fraction = f"{utc.microsecond:06d}".rstrip("0")
+    return utc.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "+00:00"
+
+
+def parse_runner_time(created: str) -> datetime:
+    """Parse an ansible-runner event's `created` (ISO 8601, naive means UTC) into aware UTC."""
+    text = created.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    return _utc(datetime.fromisoformat(text))
+
+
+def is_rfc3339(value: Any) -> bool:
+    """True for an RFC3339 date-time string (any fraction, `Z` or a numeric offset)."""
+    if not isinstance(value, str) or not _RFC3339.match(value):
+        return False
+    text = value[:-1] + "+00:00" if value[-1] in "Zz" else value
+    try:
+        datetime.fromisoformat(text.replace("t", "T"))
+    except ValueError:
+        return False
+    return True
+
+
+def _count(per_host: Any) -> int:
+    if not isinstance(per_host, Mapping):
+        return 0
+    return sum(n for n in per_host.values() if isinstance(n, int) and not isinstance(n, bool))
+
+
+def ansible_result(stats: Mapping[str, Any], *, completed: datetime) -> dict[str, Any]:
+    """`ansibleResult` from a `playbook_on_stats` event's `event_data`.
+
+    Counts are summed over every host (upstream reads only `localhost`), and unreachable hosts
+    (`dark`) count as failures. Rescued tasks are not in Ansible's `failures` to begin with.
+    """
+    return {
+        "ok": _count(stats.get("ok")),
+        "changed": _count(stats.get("changed")),
+        "skipped": _count(stats.get("skipped")),
+        "failures": _count(stats.get("failures")) + _count(stats.get("dark")),
+        "completion": format_completion(completed),
+    }
+
+
+# --- the condition list ------------------------------------------------------------------------
+
+
+def _normalise(entry: Mapping[str, Any], now: str) -> Condition:
+    """Upstream's defaults for the fields it owns; every other field is kept as it is."""
+    condition = copy.deepcopy(dict(entry))
+    if not isinstance(condition.get("type"), str):
+        condition["type"] = RUNNING
+    if not isinstance(condition.get("status"), str):
+        condition["status"] = TRUE
+    for key in ("reason", "message"):
+        if not isinstance(condition.get(key), str):
+            condition[key] = ""
+    if not is_rfc3339(condition.get("lastTransitionTime")):
+        condition["lastTransitionTime"] = now
+    return condition
+
+
+def _split(status: Mapping[str, Any] | None, now: str) -> tuple[Status, list[Condition]]:
+    """User keys of `.status` (copied) and its conditions (normalised; non-mappings dropped)."""
+    source = status if isinstance(status, Mapping) else {}
+    custom = {k: copy.deepcopy(v) for k, v in source.items() if k != "conditions"}
+    raw = source.get("conditions")
+    conditions = (
+        [_normalise(c, now) for c in raw if isinstance(c, Mapping)] if isinstance(raw, list) else []
+    )
+    return custom, conditions
+
+
+def _find(conditions: list[Condition], ctype: str) -> Condition | None:
+    return next((c for c in conditions if c.get("type") == ctype), None)
+
+
+def _set(
+    conditions: list[Condition], condition: Condition, generation: int | None
+) -> list[Condition]:
+    """Upstream's SetCondition, plus: a new generation is never a no-op."""
+    ctype = condition["type"]
+    current = _find(conditions, ctype)
+    if current is not None:
+        same = (
+            current.get("status") == condition["status"]
+            and current.get("reason") == condition["reason"]
+        )
+        generation_seen = generation is None or current.get("observedGeneration") == generation
+        if same and generation_seen and ctype != FAILURE:
+            return conditions
+        if current.get("status") == condition["status"]:
+            condition["lastTransitionTime"] = current["lastTransitionTime"]
+    return [c for c in conditions if c.get("type") != ctype] + [condition]
+
+
+def _new(
+    ctype: str,
+    status: str,
+    reason: str,
+    message: str,
+    *,
+    now: str,
+    generation: int | None,
+    result: Mapping[str, Any] | None = None,
+) -> Condition:
+    condition: Condition = {
+        "type": ctype,
+        "status": status,
+        "lastTransitionTime": now,
+        "reason": reason,
+        "message": message,
+    }
+    if result is not None:
+        condition["ansibleResult"] = copy.deepcopy(dict(result))
+    if generation is not None:
+        condition["observedGeneration"] = generation
+    return condition
+
+
+def _flip_false(
+    conditions: list[Condition], ctype: str, *, now: str, generation: int | None
+) -> list[Condition]:
+    """Set an existing condition to False, keeping its reason, message and other fields."""
+    current = _find(conditions, ctype)
+    if current is None:
+        return conditions
+    flipped = copy.deepcopy(current)
+    flipped["status"] = FALSE
+    flipped["lastTransitionTime"] = now
+    if generation is not None:
+        flipped["observedGeneration"] = generation
+    return _set(conditions, flipped, generation)
+
+
+def _join(custom: Status, conditions: list[Condition]) -> Status:
+    result = dict(custom)
+    result["conditions"] = conditions
+    return result
+
+
+def mark_running(
+    status: Mapping[str, Any] | None, *, now: datetime, generation: int | None
+) -> Status:
+    """Start of a run: `Successful` flips to False, `Running=True/Running`."""
+    stamp = format_transition_time(now)
+    custom, conditions = _split(status, stamp)
+    conditions = _flip_false(conditions, SUCCESSFUL, now=stamp, generation=generation)
+    running = _new(RUNNING, TRUE, REASON_RUNNING, MESSAGE_RUNNING, now=stamp, generation=generation)
+    return _join(custom, _set(conditions, running, generation))
+
+
+def mark_success(
+    status: Mapping[str, Any] | None,
+    *,
+    ansible_result: Mapping[str, Any] | None,
+    now: datetime,
+    generation: int | None,
+) -> Status:
+    """A successful run: `Running=True/Successful` (with the result), `Successful=True`,
+    `Failure=False`, in that order."""
+    stamp = format_transition_time(now)
+    custom, conditions = _split(status, stamp)
+    for condition in (
+        _new(
+            RUNNING,
+            TRUE,
+            REASON_SUCCESSFUL,
+            MESSAGE_AWAITING,
+            now=stamp,
+            generation=generation,
+            result=ansible_result,
+        ),
+        _new(
+            SUCCESSFUL,
+            TRUE,
+            REASON_SUCCESSFUL,
+            MESSAGE_SUCCEEDED,
+            now=stamp,
+            generation=generation,
+        ),
+        _new(FAILURE, FALSE, "", "", now=stamp, generation=generation),
+    ):
+        conditions = _set(conditions, condition, generation)
+    return _join(custom, conditions)
+
+
+def mark_failure(
+    status: Mapping[str, Any] | None,
+    *,
+    message: str,
+    ansible_result: Mapping[str, Any] | None,
+    now: datetime,
+    generation: int | None,
+    reason: str = REASON_FAILED,
+) -> Status:
+    """A failed run: `Running` flips to False, `Failure=True/<reason>/<message>` (with the
+    result), `Successful=False`. Pass a reason such as `Timeout` for runs that were cut short."""
+    stamp = format_transition_time(now)
+    custom, conditions = _split(status, stamp)
+    conditions = _flip_false(conditions, RUNNING, now=stamp, generation=generation)
+    failure = _new(
+        FAILURE, TRUE, reason, message, now=stamp, generation=generation, result=ansible_result
+    )
+    conditions = _set(conditions, failure, generation)
+    successful = _new(SUCCESSFUL, FALSE, "", "", now=stamp, generation=generation)
+    return _join(custom, _set(conditions, successful, generation))
+
+
+def mark_error(
+    status: Mapping[str, Any] | None, *, message: str, now: datetime, generation: int | None
+) -> Status:
+    """The run could not happen (bad annotation, runner failed to start, ...): `Running` and
+    `Successful` flip to False, `Failure=True/Failed/<message>`."""
+    stamp = format_transition_time(now)
+    custom, conditions = _split(status, stamp)
+    conditions = _flip_false(conditions, RUNNING, now=stamp, generation=generation)
+    conditions = _flip_false(conditions, SUCCESSFUL, now=stamp, generation=generation)
+    failure = _new(FAILURE, TRUE, REASON_FAILED, message, now=stamp, generation=generation)
+    return _join(custom, _set(conditions, failure, generation))
+
+
+def get_condition(status: Mapping[str, Any] | None, ctype: str) -> Condition | None:
+    """The first condition of type `ctype` in a `.status`, or None."""
+    if not isinstance(status, Mapping):
+        return None
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return None
+    for condition in conditions:
+        if isinstance(condition, Mapping) and condition.get("type") == ctype:
+            return dict(condition)
+    return None

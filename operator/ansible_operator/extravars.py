@@ -1,0 +1,76 @@
+"""The variables a role sees: a CR and its watch turned into the `env/extravars` JSON document.
+
+Names and assembly order are upstream's (spec keys, `ansible_operator_meta`, `_<group>_<kind>`,
+`_<group>_<kind>_spec`, watch vars, finalizer vars; later steps overwrite earlier ones), so
+existing roles run unchanged. The one deliberate difference is safety: every string that comes
+from the CR is wrapped as `{"__ansible_unsafe": ...}` unless the watch says `markUnsafe: false`,
+so Jinja written into a CR is never evaluated with the operator's credentials.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_operator.paramconv import map_to_snake
+from ansible_operator.watches import GVK, Watch
+
+UNSAFE_KEY = "__ansible_unsafe"
+META_VAR = "ansible_operator_meta"
+
+
+def mark_unsafe(value: Any) -> Any:
+    """Return a copy of `value` with every string leaf wrapped as `{"__ansible_unsafe": s}`.
+
+    Mapping keys are left as they are; numbers, booleans and null pass through.
+    """
+    if isinstance(value, str):
+        return {UNSAFE_KEY: value}
+    if isinstance(value, Mapping):
+        return {key: mark_unsafe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [mark_unsafe(item) for item in value]
+    return value
+
+
+def object_var_name(gvk: GVK) -> str:
+    """`_<group>_<kind lower>` with `.` and `-` turned into `_` (`_cache_example_com_memcached`).
+
+    The core group gives a double underscore: `__secret`.
+    """
+    name = f"_{gvk.group}_{gvk.kind.lower()}"
+    return name.replace(".", "_").replace("-", "_")
+
+
+def build_extra_vars(obj: Mapping[str, Any], watch: Watch, *, finalizing: bool) -> dict[str, Any]:
+    """Assemble the extra vars for one run on `obj` (the CR as read from the API server).
+
+    `finalizing` is true for the run that handles deletion of a CR carrying the watch's
+    finalizer; it adds the finalizer's vars last. The result shares nothing with `obj` or `watch`
+    and contains only JSON types when they do.
+    """
+    raw_spec = obj.get("spec")
+    spec: dict[str, Any] = copy.deepcopy(dict(raw_spec)) if isinstance(raw_spec, Mapping) else {}
+    unsafe = watch.marks_spec_unsafe
+
+    params: dict[str, Any] = map_to_snake(spec) if watch.snake_case_parameters else dict(spec)
+    if unsafe:
+        params = {key: mark_unsafe(value) for key, value in params.items()}
+
+    metadata = obj.get("metadata")
+    meta = metadata if isinstance(metadata, Mapping) else {}
+    params[META_VAR] = {
+        "name": str(meta.get("name") or ""),
+        "namespace": str(meta.get("namespace") or ""),
+    }
+
+    obj_key = object_var_name(watch.gvk)
+    whole = copy.deepcopy(dict(obj))
+    params[obj_key] = mark_unsafe(whole) if unsafe else whole
+    params[f"{obj_key}_spec"] = mark_unsafe(spec) if unsafe else copy.deepcopy(spec)
+
+    params.update(copy.deepcopy(watch.vars))
+    if finalizing and watch.finalizer is not None:
+        params.update(copy.deepcopy(watch.finalizer.vars))
+    return params

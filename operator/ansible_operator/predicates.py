@@ -1,0 +1,136 @@
+"""Which watch events are worth a reconcile, for primary CRs and for the objects they own.
+
+The rules are upstream's controller predicates: a CR update counts when its generation moves
+(spec changes), when an object without generations really changed, or when annotations changed
+and the watch asks for that; status-only and label-only edits do not re-run the role, and the
+watch's label selector filters everything. Dependent objects follow operator-lib's
+DependentPredicate: any change except status, resourceVersion and managedFields timestamps.
+The functions take plain dicts, so they hold no state and need no cluster to test.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_operator.watches import Watch
+
+CREATE = "create"
+UPDATE = "update"
+DELETE = "delete"
+
+# Kubernetes watch event types and kopf's reasons, mapped onto the three kinds above.
+_EVENT_KINDS = {
+    "create": CREATE,
+    "added": CREATE,
+    "update": UPDATE,
+    "modified": UPDATE,
+    "delete": DELETE,
+    "deleted": DELETE,
+}
+
+
+def event_kind(event_type: str) -> str:
+    """Normalise `ADDED`/`MODIFIED`/`DELETED` or `create`/`update`/`delete` (any case)."""
+    kind = _EVENT_KINDS.get(event_type.lower())
+    if kind is None:
+        raise ValueError(f"unknown event type {event_type!r}")
+    return kind
+
+
+def _metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    meta = obj.get("metadata") if obj else None
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _generation(obj: Mapping[str, Any] | None) -> int:
+    value = _metadata(obj).get("generation")
+    return value if isinstance(value, int) else 0
+
+
+def _annotations(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    value = _metadata(obj).get("annotations")
+    return value if isinstance(value, Mapping) else {}
+
+
+def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
+    value = _metadata(obj).get("labels")
+    return value if isinstance(value, Mapping) else {}
+
+
+def _without(obj: Mapping[str, Any], *, drop_managed_fields: bool) -> dict[str, Any]:
+    """A copy without status and resourceVersion, and managedFields dropped or de-timed."""
+    result = copy.deepcopy(dict(obj))
+    result.pop("status", None)
+    meta = result.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("resourceVersion", None)
+        managed = meta.pop("managedFields", None)
+        if not drop_managed_fields and isinstance(managed, list) and managed:
+            meta["managedFields"] = [
+                {k: v for k, v in entry.items() if k != "time"}
+                if isinstance(entry, Mapping)
+                else entry
+                for entry in managed
+            ]
+        if not meta:
+            result.pop("metadata")
+    return result
+
+
+def primary_event_passes(
+    event_type: str,
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any] | None,
+    watch: Watch,
+) -> bool:
+    """Should this event on a watched CR enqueue a reconcile?
+
+    For a delete pass the last known object as `old` (or `new`). Creates and deletes pass;
+    updates pass on a generation change, on any real change of an object whose generations are
+    both 0 (kinds without a generation, like Secrets), or on an annotation change when the watch
+    sets `watchAnnotationsChanges`. The watch's selector applies to all of them (to `new` on
+    updates).
+    """
+    kind = event_kind(event_type)
+    subject = new if new is not None else old
+    if subject is None:
+        return False
+    if not watch.selector.matches(_labels(subject)):
+        return False
+    if kind in (CREATE, DELETE):
+        return True
+    if old is None or new is None:
+        return False
+    if watch.watch_annotations_changes and _annotations(old) != _annotations(new):
+        return True
+    old_generation, new_generation = _generation(old), _generation(new)
+    if old_generation != new_generation:
+        return True
+    if old_generation == 0 and new_generation == 0:
+        return _without(old, drop_managed_fields=True) != _without(new, drop_managed_fields=True)
+    return False
+
+
+def dependent_update_passes(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Should an update of an owned object re-run its owner's reconcile?
+
+    True when the objects differ after removing `status` and `metadata.resourceVersion` and the
+    `time` of each managedFields entry (operator-lib's DependentPredicate).
+    """
+    return _without(old, drop_managed_fields=False) != _without(new, drop_managed_fields=False)
+
+
+def dependent_event_passes(
+    event_type: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None
+) -> bool:
+    """DependentPredicate for any event: creates are ignored, deletes pass, updates compare."""
+    kind = event_kind(event_type)
+    if kind == CREATE:
+        return False
+    if kind == DELETE:
+        return True
+    if old is None or new is None:
+        return False
+    return dependent_update_passes(old, new)

@@ -1,0 +1,665 @@
+"""`ansible-operator run` settings: upstream's flags and environment variables, parsed up front.
+
+Flags, defaults, deprecated aliases and error wording are upstream's (cobra/pflag plus the
+controller-runtime zap flags), so existing Deployments' `args:` keep working; we add
+`--ansible-run-timeout`. Arguments are first tokenised with pflag's rules (`--flag value`,
+`--flag=value`, bare booleans, `--` ends flags) into `--flag=value` form, then handed to
+argparse, so a value that starts with `-` is never mistaken for a flag. Every error is one line
+`ansible-operator: error: ...` and exit status 1, as cobra does. Per-kind settings read the
+environment (`MAX_CONCURRENT_RECONCILES_<KIND>_<GROUP>`, ...) through `RunSettings` methods.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, TextIO
+
+from ansible_operator.durations import parse_go_duration
+from ansible_operator.watches import GVK
+
+PROG = "ansible-operator"
+LOG_EVENTS = ("Tasks", "Everything", "Nothing")
+MAX_ANSIBLE_VERBOSITY = 7
+
+
+class SettingsError(ValueError):
+    """A bad command line or environment; `str()` is the one-line message."""
+
+
+def default_max_concurrent_reconciles() -> int:
+    """CPUs this process may run on (respects affinity/cpusets, unlike upstream's NumCPU)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+# --- Go value parsers ------------------------------------------------------------------------
+
+
+def _go_quote(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def go_parse_bool(text: str) -> bool:
+    """Go's strconv.ParseBool."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise ValueError(f"strconv.ParseBool: parsing {_go_quote(text)}: invalid syntax")
+
+
+_INT_BODY = {
+    16: re.compile(r"^[0-9a-fA-F]+(_[0-9a-fA-F]+)*$"),
+    10: re.compile(r"^[0-9]+(_[0-9]+)*$"),
+    8: re.compile(r"^[0-7]+(_[0-7]+)*$"),
+    2: re.compile(r"^[01]+(_[01]+)*$"),
+}
+
+
+def go_parse_int(text: str) -> int:
+    """Go's strconv.ParseInt(text, 0, 64) as pflag int flags use it: `0x1f`, `017`, `1_000`."""
+    syntax = ValueError(f"strconv.ParseInt: parsing {_go_quote(text)}: invalid syntax")
+    body = text
+    negative = False
+    if body[:1] in ("+", "-"):
+        negative = body[0] == "-"
+        body = body[1:]
+    prefix = body[:2].lower()
+    if prefix == "0x":
+        base, body = 16, body[2:]
+    elif prefix == "0o":
+        base, body = 8, body[2:]
+    elif prefix == "0b":
+        base, body = 2, body[2:]
+    elif len(body) > 1 and body[0] == "0":
+        base, body = 8, body[1:]
+    else:
+        base = 10
+    if not _INT_BODY[base].match(body):
+        raise syntax
+    value = int(body.replace("_", ""), base)
+    value = -value if negative else value
+    if not -(1 << 63) <= value < (1 << 63):
+        raise ValueError(f"strconv.ParseInt: parsing {_go_quote(text)}: value out of range")
+    return value
+
+
+def _go_atoi(text: str) -> int | None:
+    """Go's strconv.Atoi for environment values; None when it would fail."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        return None
+    value = int(text)
+    return value if -(1 << 63) <= value < (1 << 63) else None
+
+
+def _duration(text: str) -> float:
+    return parse_go_duration(text)
+
+
+def _non_negative_duration(text: str) -> float:
+    seconds = parse_go_duration(text)
+    if seconds < 0:
+        raise ValueError("must not be negative")
+    return seconds
+
+
+def _port(text: str) -> int:
+    port = go_parse_int(text)
+    if not 0 <= port <= 65535:
+        raise ValueError("port must be between 0 and 65535")
+    return port
+
+
+def _choice(values: Sequence[str], message: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text.lower() not in values:
+            raise ValueError(message.format(_go_quote(text)))
+        return text.lower()
+
+    return parse
+
+
+def _zap_log_level(text: str) -> str:
+    lowered = text.lower()
+    if lowered in ("debug", "info", "error"):
+        return lowered
+    level = _go_atoi(text)
+    if level is not None and level > 0:
+        return str(level)
+    raise ValueError(f"invalid log level {_go_quote(text)}")
+
+
+# --- the flag table ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Flag:
+    name: str
+    parse: Callable[[str], Any] | None  # None for booleans
+    default: Any
+    help: str
+    deprecated: str | None = None
+
+    @property
+    def is_bool(self) -> bool:
+        return self.parse is None
+
+
+def _flags() -> tuple[_Flag, ...]:
+    return (
+        _Flag("watches-file", str, "./watches.yaml", "Path to the watches file to use"),
+        _Flag(
+            "inject-owner-ref",
+            None,
+            True,
+            "The ansible operator will inject owner references unless this flag is false",
+        ),
+        _Flag(
+            "ansible-verbosity",
+            go_parse_int,
+            2,
+            "Ansible verbosity. Overridden by environment variable.",
+        ),
+        _Flag(
+            "ansible-roles-path",
+            str,
+            "",
+            "Ansible Roles Path. If unset, roles are assumed to be in {{CWD}}/roles.",
+        ),
+        _Flag(
+            "ansible-collections-path",
+            str,
+            "",
+            "Path to installed Ansible Collections. If set, collections should be located in "
+            "{{value}}/ansible_collections/. If unset, collections are assumed to be in "
+            "~/.ansible/collections or /usr/share/ansible/collections.",
+        ),
+        _Flag(
+            "ansible-args",
+            str,
+            "",
+            "Ansible args. Allows user to specify arbitrary arguments for ansible-based operators.",
+        ),
+        _Flag(
+            "reconcile-period",
+            _duration,
+            10 * 3600.0,
+            "Default reconcile period for controllers",
+        ),
+        _Flag(
+            "max-concurrent-reconciles",
+            go_parse_int,
+            None,  # filled in at parse time: CPUs available to this process
+            "Maximum number of concurrent reconciles for controllers. Overridden by environment "
+            "variable.",
+        ),
+        _Flag(
+            "metrics-addr",
+            str,
+            ":8443",
+            "The address the metric endpoint binds to",
+            deprecated="use --metrics-bind-address instead",
+        ),
+        _Flag("metrics-bind-address", str, ":8443", "The address the metric endpoint binds to"),
+        _Flag(
+            "health-probe-bind-address",
+            str,
+            ":6789",
+            "The address the probe endpoint binds to.",
+        ),
+        _Flag(
+            "enable-leader-election",
+            None,
+            False,
+            "Enable leader election for controller manager. Enabling this will ensure there is "
+            "only one active controller manager.",
+            deprecated="use --leader-elect instead",
+        ),
+        _Flag(
+            "leader-elect",
+            None,
+            False,
+            "Enable leader election for controller manager. Enabling this will ensure there is "
+            "only one active controller manager.",
+        ),
+        _Flag(
+            "leader-election-id",
+            str,
+            "",
+            "Name of the configmap that is used for holding the leader lock.",
+        ),
+        _Flag(
+            "leader-election-namespace",
+            str,
+            "",
+            "Namespace in which to create the leader election configmap for holding the leader "
+            "lock (required if running locally with leader election enabled).",
+        ),
+        _Flag(
+            "leader-elect-resource-lock",
+            str,
+            "configmapsleases",
+            "The type of resource object that is used for locking during leader election. "
+            "Ignored: always 'leases'.",
+            deprecated=(
+                "This flag is now hardcoded to 'leases', which is the only supported option by "
+                "client-go"
+            ),
+        ),
+        _Flag(
+            "leader-elect-lease-duration",
+            _duration,
+            15.0,
+            "LeaseDuration is the duration that non-leader candidates will wait to force "
+            "acquire leadership. This is measured against time of last observed ack. "
+            "Default is 15 seconds.",
+        ),
+        _Flag(
+            "leader-elect-renew-deadline",
+            _duration,
+            10.0,
+            "RenewDeadline is the duration that the acting controlplane will retry refreshing "
+            "leadership before giving up. Default is 10 seconds.",
+        ),
+        _Flag(
+            "graceful-shutdown-timeout",
+            _duration,
+            30.0,
+            "The amount of time that will be spent waiting for runners to gracefully exit.",
+        ),
+        _Flag(
+            "ansible-log-events",
+            str,
+            "tasks",
+            "Ansible log events. The log level for console logging. This flag can be set to "
+            "either Nothing, Tasks, or Everything.",
+        ),
+        _Flag("proxy-port", _port, 8888, "Ansible proxy server port. Defaults to 8888."),
+        _Flag("enable-http2", None, False, "enables HTTP/2 on the webhook and metrics servers"),
+        _Flag("metrics-secure", None, False, "enables secure serving of the metrics endpoint"),
+        _Flag(
+            "metrics-require-rbac",
+            None,
+            False,
+            "enables protection of the metrics endpoint with RBAC-based authn/authz.",
+        ),
+        _Flag(
+            "ansible-run-timeout",
+            _non_negative_duration,
+            0.0,
+            "Maximum duration of one Ansible run (Go duration, e.g. 10m); 0 means no limit. "
+            "A watch's runTimeout overrides it.",
+        ),
+        _Flag(
+            "zap-devel",
+            None,
+            False,
+            "Development Mode defaults(encoder=consoleEncoder,logLevel=Debug,"
+            "stackTraceLevel=Warn). Production Mode defaults(encoder=jsonEncoder,"
+            "logLevel=Info,stackTraceLevel=Error)",
+        ),
+        _Flag(
+            "zap-encoder",
+            _choice(("json", "console"), "invalid encoder value {}"),
+            None,
+            "Zap log encoding (one of 'json' or 'console')",
+        ),
+        _Flag(
+            "zap-log-level",
+            _zap_log_level,
+            None,
+            "Zap Level to configure the verbosity of logging. Can be one of 'debug', 'info', "
+            "'error', or any integer value > 0 which corresponds to custom debug levels of "
+            "increasing verbosity",
+        ),
+        _Flag(
+            "zap-stacktrace-level",
+            _choice(("info", "error", "panic"), "invalid stacktrace level {}"),
+            None,
+            "Zap Level at and above which stacktraces are captured (one of 'info', 'error', "
+            "'panic').",
+        ),
+        _Flag(
+            "zap-time-encoding",
+            _choice(
+                ("epoch", "millis", "nanos", "iso8601", "rfc3339", "rfc3339nano"),
+                "invalid time-encoding value {}",
+            ),
+            None,
+            "Zap time encoding (one of 'epoch', 'millis', 'nano', 'iso8601', 'rfc3339' or "
+            "'rfc3339nano'). Defaults to 'epoch'.",
+        ),
+    )
+
+
+_FLAGS = _flags()
+_BY_NAME = {flag.name: flag for flag in _FLAGS}
+
+
+# --- settings --------------------------------------------------------------------------------
+
+
+def _env_suffix(gvk: GVK) -> str:
+    """`<KIND>_<GROUP>` upper-cased with `.` → `_` (`-` kept; the core group leaves a `_`)."""
+    return f"{gvk.kind}_{gvk.group}".upper().replace(".", "_")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything `ansible-operator run` was told, flags and environment, already validated."""
+
+    watches_file: str = "./watches.yaml"
+    inject_owner_ref: bool = True
+    ansible_verbosity: int = 2
+    ansible_roles_path: str = ""
+    ansible_collections_path: str = ""
+    ansible_args: str = ""  # one surrounding pair of single quotes removed
+    reconcile_period: float = 10 * 3600.0  # seconds
+    max_concurrent_reconciles: int = 1
+    metrics_bind_address: str = ":8443"
+    health_probe_bind_address: str = ":6789"
+    leader_elect: bool = False
+    leader_election_id: str = ""
+    leader_election_namespace: str = ""
+    leader_elect_lease_duration: float = 15.0
+    leader_elect_renew_deadline: float = 10.0
+    graceful_shutdown_timeout: float = 30.0
+    ansible_log_events: str = "Tasks"  # Tasks, Everything or Nothing
+    proxy_port: int = 8888
+    enable_http2: bool = False
+    metrics_secure: bool = False
+    metrics_require_rbac: bool = False
+    ansible_run_timeout: float | None = None  # seconds; None means no limit
+    zap_devel: bool = False
+    zap_encoder: str | None = None  # json or console; None: by zap_devel
+    zap_log_level: str | None = None  # debug, info, error, or a positive integer as text
+    zap_stacktrace_level: str | None = None
+    zap_time_encoding: str | None = None
+    watch_namespaces: tuple[str, ...] = ()  # empty means all namespaces
+    ansible_debug_logs: bool = False
+    # Deprecations, ignored arguments and unrecognised values, for the caller to log.
+    warnings: tuple[str, ...] = ()
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def watches_all_namespaces(self) -> bool:
+        return not self.watch_namespaces
+
+    def _env_int(self, name: str) -> tuple[int | None, str | None]:
+        raw = self.environ.get(name)
+        if raw is None:
+            return None, None
+        value = _go_atoi(raw)
+        if value is None:
+            return None, f"Could not parse environment variable {name}={raw!r} as an integer"
+        return value, None
+
+    def _max_concurrent(self, gvk: GVK) -> tuple[int, list[str]]:
+        default = max(1, self.max_concurrent_reconciles)
+        current = f"MAX_CONCURRENT_RECONCILES_{_env_suffix(gvk)}"
+        legacy = f"WORKER_{_env_suffix(gvk)}"
+        notes: list[str] = []
+        if current in self.environ:
+            value, note = self._env_int(current)
+        elif legacy in self.environ:
+            notes.append(f"Environment variable {legacy} is deprecated, use {current} instead")
+            value, note = self._env_int(legacy)
+        else:
+            return default, notes
+        if note:
+            notes.append(note)
+        if value is None:
+            return default, notes
+        if value <= 0:
+            notes.append(f"Value {value} not valid. Using default {default}")
+            return default, notes
+        return value, notes
+
+    def max_concurrent_reconciles_for(self, gvk: GVK) -> int:
+        """Workers for one kind: `MAX_CONCURRENT_RECONCILES_<KIND>_<GROUP>`, else the
+        deprecated `WORKER_<KIND>_<GROUP>`, else `--max-concurrent-reconciles`."""
+        return self._max_concurrent(gvk)[0]
+
+    def ansible_verbosity_for(self, gvk: GVK) -> int:
+        """`ANSIBLE_VERBOSITY_<KIND>_<GROUP>` if it is 0..7, else `--ansible-verbosity`."""
+        value, _ = self._env_int(f"ANSIBLE_VERBOSITY_{_env_suffix(gvk)}")
+        if value is None or not 0 <= value <= MAX_ANSIBLE_VERBOSITY:
+            return self.ansible_verbosity
+        return value
+
+    def env_messages_for(self, gvk: GVK) -> list[str]:
+        """What to log about this kind's environment overrides (deprecated or bad values)."""
+        notes = self._max_concurrent(gvk)[1]
+        name = f"ANSIBLE_VERBOSITY_{_env_suffix(gvk)}"
+        value, note = self._env_int(name)
+        if note:
+            notes.append(note)
+        elif value is not None and not 0 <= value <= MAX_ANSIBLE_VERBOSITY:
+            notes.append(f"Value {value} not valid. Using default {self.ansible_verbosity}")
+        return notes
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        match = re.match(r"^argument [^:]+: (invalid argument .*)$", message)
+        raise SettingsError(match.group(1) if match else message)
+
+
+def _converter(flag: _Flag) -> Callable[[str], Any]:
+    parse = flag.parse or go_parse_bool
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(
+                f"invalid argument {_go_quote(text)} for {_go_quote('--' + flag.name)} flag: {e}"
+            ) from None
+
+    return convert
+
+
+def _build_parser(max_workers: int) -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=f"{PROG} run",
+        description="Run the operator",
+        allow_abbrev=False,
+        add_help=True,
+    )
+    for flag in _FLAGS:
+        default = max_workers if flag.name == "max-concurrent-reconciles" else flag.default
+        help_text = flag.help + (f" (deprecated: {flag.deprecated})" if flag.deprecated else "")
+        parser.add_argument(
+            f"--{flag.name}",
+            dest=flag.name.replace("-", "_"),
+            type=_converter(flag),
+            default=default,
+            metavar="BOOL" if flag.is_bool else "VALUE",
+            help=help_text,
+        )
+    return parser
+
+
+def _tokenise(argv: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """pflag's reading of argv: (`--name=value` tokens, flag names given, positionals)."""
+    canonical: list[str] = []
+    given: list[str] = []
+    positionals: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg == "--":
+            positionals.extend(argv[i:])
+            break
+        if arg in ("-h", "--help"):
+            canonical.append("--help")
+            continue
+        if arg.startswith("--"):
+            name, has_value, value = arg[2:].partition("=")
+            if not name or name.startswith(("-", "=")):
+                raise SettingsError(f"bad flag syntax: {arg}")
+            flag = _BY_NAME.get(name)
+            if flag is None:
+                raise SettingsError(f"unknown flag: --{name}")
+            if not has_value:
+                if flag.is_bool:
+                    value = "true"
+                elif i < len(argv):
+                    value = argv[i]
+                    i += 1
+                else:
+                    raise SettingsError(f"flag needs an argument: --{name}")
+            canonical.append(f"--{name}={value}")
+            given.append(name)
+        elif arg.startswith("-") and len(arg) > 1:
+            raise SettingsError(f"unknown shorthand flag: {arg[1]!r} in {arg}")
+        else:
+            positionals.append(arg)
+    return canonical, given, positionals
+
+
+def _strip_quotes(args: str) -> str:
+    """Upstream removes one pair of single quotes wrapped around `--ansible-args`."""
+    if args.startswith("'") and args[0] == args[-1]:
+        return args[1:-1]
+    return args
+
+
+def _namespaces(raw: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def build_run_settings(
+    argv: Sequence[str], environ: Mapping[str, str] | None = None
+) -> RunSettings:
+    """Parse `run`'s arguments and environment; raise SettingsError with a one-line message.
+
+    `--help` prints usage and raises SystemExit(0), as argparse does.
+    """
+    env = dict(os.environ if environ is None else environ)
+    canonical, given, positionals = _tokenise(argv)
+    parsed = vars(_build_parser(default_max_concurrent_reconciles()).parse_args(canonical))
+    given_set = set(given)
+    warnings: list[str] = []
+
+    if parsed["metrics_require_rbac"] and not parsed["metrics_secure"]:
+        raise SettingsError(
+            "--metrics-secure flag is required when --metrics-require-rbac is present"
+        )
+    if {"leader-elect", "enable-leader-election"} <= given_set:
+        raise SettingsError("only one of --leader-elect and --enable-leader-election may be set")
+    if {"metrics-addr", "metrics-bind-address"} <= given_set:
+        raise SettingsError("only one of --metrics-addr and --metrics-bind-address may be set")
+
+    for name in given:
+        flag = _BY_NAME[name]
+        if flag.deprecated:
+            warning = f"Flag --{name} has been deprecated, {flag.deprecated}"
+            if warning not in warnings:
+                warnings.append(warning)
+    if positionals:
+        warnings.append(f"Ignoring positional arguments: {' '.join(positionals)}")
+
+    # The deprecated aliases share their replacement's setting.
+    metrics_address = parsed["metrics_bind_address"]
+    if "metrics-addr" in given_set:
+        metrics_address = parsed["metrics_addr"]
+    leader_elect = parsed["leader_elect"]
+    if "enable-leader-election" in given_set:
+        leader_elect = parsed["enable_leader_election"]
+
+    leader_election_id = parsed["leader_election_id"]
+    if "OPERATOR_NAME" in env:
+        warnings.append(
+            "Environment variable OPERATOR_NAME has been deprecated, use --leader-election-id "
+            "instead."
+        )
+        if "leader-election-id" in given_set:
+            warnings.append(
+                "Ignoring OPERATOR_NAME environment variable since --leader-election-id is set"
+            )
+        elif not leader_election_id:
+            leader_election_id = env["OPERATOR_NAME"]
+
+    log_events = "Tasks"
+    raw_events = parsed["ansible_log_events"]
+    for choice in LOG_EVENTS:
+        if raw_events.lower() == choice.lower():
+            log_events = choice
+            break
+    else:
+        if raw_events:
+            warnings.append(
+                f"--ansible-log-events flag value '{raw_events}' not recognized. "
+                "Must be one of: Tasks, Everything, Nothing"
+            )
+
+    debug_logs = False
+    if "ANSIBLE_DEBUG_LOGS" in env:
+        try:
+            debug_logs = go_parse_bool(env["ANSIBLE_DEBUG_LOGS"])
+        except ValueError:
+            warnings.append(
+                "Could not parse environment variable ANSIBLE_DEBUG_LOGS as a boolean; "
+                "using default value false"
+            )
+
+    return RunSettings(
+        watches_file=parsed["watches_file"],
+        inject_owner_ref=parsed["inject_owner_ref"],
+        ansible_verbosity=parsed["ansible_verbosity"],
+        ansible_roles_path=parsed["ansible_roles_path"],
+        ansible_collections_path=parsed["ansible_collections_path"],
+        ansible_args=_strip_quotes(parsed["ansible_args"]),
+        reconcile_period=parsed["reconcile_period"],
+        max_concurrent_reconciles=parsed["max_concurrent_reconciles"],
+        metrics_bind_address=metrics_address,
+        health_probe_bind_address=parsed["health_probe_bind_address"],
+        leader_elect=leader_elect,
+        leader_election_id=leader_election_id,
+        leader_election_namespace=parsed["leader_election_namespace"],
+        leader_elect_lease_duration=parsed["leader_elect_lease_duration"],
+        leader_elect_renew_deadline=parsed["leader_elect_renew_deadline"],
+        graceful_shutdown_timeout=parsed["graceful_shutdown_timeout"],
+        ansible_log_events=log_events,
+        proxy_port=parsed["proxy_port"],
+        enable_http2=parsed["enable_http2"],
+        metrics_secure=parsed["metrics_secure"],
+        metrics_require_rbac=parsed["metrics_require_rbac"],
+        ansible_run_timeout=parsed["ansible_run_timeout"] or None,
+        zap_devel=parsed["zap_devel"],
+        zap_encoder=parsed["zap_encoder"],
+        zap_log_level=parsed["zap_log_level"],
+        zap_stacktrace_level=parsed["zap_stacktrace_level"],
+        zap_time_encoding=parsed["zap_time_encoding"],
+        watch_namespaces=_namespaces(env.get("WATCH_NAMESPACE", "")),
+        ansible_debug_logs=debug_logs,
+        warnings=tuple(warnings),
+        environ=env,
+    )
+
+
+def parse_run_args(
+    argv: Sequence[str],
+    environ: Mapping[str, str] | None = None,
+    *,
+    stderr: TextIO | None = None,
+) -> RunSettings:
+    """`build_run_settings`, exiting with status 1 and one line `ansible-operator: error: ...`
+    on a bad flag, value or combination (cobra's behaviour)."""
+    try:
+        return build_run_settings(argv, environ)
+    except SettingsError as e:
+        print(f"{PROG}: error: {e}", file=stderr if stderr is not None else sys.stderr)
+        raise SystemExit(1) from None
