@@ -59,6 +59,21 @@ def _invalid(orig: str) -> ValueError:
     return ValueError(f"time: invalid duration {go_quote(orig)}")
 
 
+def _leading_fraction(digits: str) -> tuple[int, float]:
+    """Go's leadingFraction: the digits as an integer and 10**count, ignoring digits that
+    would overflow int64."""
+    value, scale = 0, 1.0
+    for ch in digits:
+        if value > ((1 << 63) - 1) // 10:
+            break
+        candidate = value * 10 + int(ch)
+        if candidate > 1 << 63:
+            break
+        value = candidate
+        scale *= 10
+    return value, scale
+
+
 def parse_go_duration_ns(s: str) -> int:
     """Parse a Go duration string into integer nanoseconds (may be negative).
 
@@ -112,9 +127,10 @@ def parse_go_duration_ns(s: str) -> int:
         if whole > (1 << 63) // unit:
             raise _invalid(orig)
         value = whole * unit
-        if frac_digits:
-            # Exact rational arithmetic, truncated toward zero like Go's conversion.
-            value += int(frac_digits) * unit // (10 ** len(frac_digits))
+        fraction, scale = _leading_fraction(frac_digits)
+        if fraction > 0:
+            # float64 arithmetic, exactly as Go does it ("0.3333333333333333333h" is 20m).
+            value += int(float(fraction) * (float(unit) / scale))
             if value > 1 << 63:
                 raise _invalid(orig)
         total += value
