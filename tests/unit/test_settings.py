@@ -1,0 +1,615 @@
+"""`ansible-operator run` flags and environment: defaults, values, aliases, every error."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+
+from ansible_operator.settings import (
+    RunSettings,
+    SettingsError,
+    build_run_settings,
+    default_max_concurrent_reconciles,
+    go_parse_bool,
+    go_parse_int,
+    parse_run_args,
+)
+from ansible_operator.watches import GVK
+
+MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
+SECRET = GVK("", "v1", "Secret")
+DASHED = GVK("my-group.example.com", "v1", "Thing")
+DEPRECATED_OPERATOR_NAME = (
+    "Environment variable OPERATOR_NAME has been deprecated, use --leader-election-id instead."
+)
+
+
+def settings(*argv: str, **env: str) -> RunSettings:
+    return build_run_settings(list(argv), env)
+
+
+def test_defaults() -> None:
+    s = settings()
+    assert s == RunSettings(
+        watches_file="./watches.yaml",
+        inject_owner_ref=True,
+        ansible_verbosity=2,
+        ansible_roles_path="",
+        ansible_collections_path="",
+        ansible_args="",
+        reconcile_period=36000.0,
+        max_concurrent_reconciles=default_max_concurrent_reconciles(),
+        metrics_bind_address=":8443",
+        health_probe_bind_address=":6789",
+        leader_elect=False,
+        leader_election_id="",
+        leader_election_namespace="",
+        leader_elect_lease_duration=15.0,
+        leader_elect_renew_deadline=10.0,
+        graceful_shutdown_timeout=30.0,
+        ansible_log_events="Tasks",
+        proxy_port=8888,
+        enable_http2=False,
+        metrics_secure=False,
+        metrics_require_rbac=False,
+        ansible_run_timeout=None,
+        zap_devel=False,
+        zap_encoder=None,
+        zap_log_level=None,
+        zap_stacktrace_level=None,
+        zap_time_encoding=None,
+        watch_namespaces=(),
+        ansible_debug_logs=False,
+        warnings=(),
+    )
+    assert s.watches_all_namespaces
+
+
+def test_default_workers_is_positive() -> None:
+    assert default_max_concurrent_reconciles() >= 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "attribute", "value"),
+    [
+        (["--watches-file=/opt/w.yaml"], "watches_file", "/opt/w.yaml"),
+        (["--watches-file", "/opt/w.yaml"], "watches_file", "/opt/w.yaml"),
+        (["--inject-owner-ref=false"], "inject_owner_ref", False),
+        (["--inject-owner-ref=0"], "inject_owner_ref", False),
+        (["--inject-owner-ref=F"], "inject_owner_ref", False),
+        (["--inject-owner-ref"], "inject_owner_ref", True),
+        (["--ansible-verbosity=5"], "ansible_verbosity", 5),
+        (["--ansible-verbosity", "0"], "ansible_verbosity", 0),
+        (["--ansible-verbosity=12"], "ansible_verbosity", 12),  # no range check on the flag
+        (["--ansible-roles-path=/roles:/more"], "ansible_roles_path", "/roles:/more"),
+        (["--ansible-collections-path=/colls"], "ansible_collections_path", "/colls"),
+        (["--ansible-args=--check"], "ansible_args", "--check"),
+        (["--ansible-args", "-e x=1"], "ansible_args", "-e x=1"),
+        (["--reconcile-period=1m"], "reconcile_period", 60.0),
+        (["--reconcile-period", "0"], "reconcile_period", 0.0),
+        (["--max-concurrent-reconciles=8"], "max_concurrent_reconciles", 8),
+        (["--max-concurrent-reconciles=0x10"], "max_concurrent_reconciles", 16),
+        (["--metrics-bind-address=:9090"], "metrics_bind_address", ":9090"),
+        (["--metrics-bind-address=0"], "metrics_bind_address", "0"),
+        (["--health-probe-bind-address=:8081"], "health_probe_bind_address", ":8081"),
+        (["--leader-elect"], "leader_elect", True),
+        (["--leader-elect=true"], "leader_elect", True),
+        (["--leader-elect=TRUE"], "leader_elect", True),
+        (["--leader-election-id=memcached-operator"], "leader_election_id", "memcached-operator"),
+        (["--leader-election-namespace=ops"], "leader_election_namespace", "ops"),
+        (["--leader-elect-lease-duration=30s"], "leader_elect_lease_duration", 30.0),
+        (["--leader-elect-renew-deadline=20s"], "leader_elect_renew_deadline", 20.0),
+        (["--graceful-shutdown-timeout=1m"], "graceful_shutdown_timeout", 60.0),
+        (["--proxy-port=9999"], "proxy_port", 9999),
+        (["--proxy-port=0"], "proxy_port", 0),
+        (["--enable-http2"], "enable_http2", True),
+        (["--metrics-secure"], "metrics_secure", True),
+        (["--metrics-secure", "--metrics-require-rbac"], "metrics_require_rbac", True),
+        (["--ansible-run-timeout=10m"], "ansible_run_timeout", 600.0),
+        (["--ansible-run-timeout=0s"], "ansible_run_timeout", None),
+        (["--zap-devel"], "zap_devel", True),
+        (["--zap-encoder=console"], "zap_encoder", "console"),
+        (["--zap-encoder=JSON"], "zap_encoder", "json"),
+        (["--zap-log-level=debug"], "zap_log_level", "debug"),
+        (["--zap-log-level=Error"], "zap_log_level", "error"),
+        (["--zap-log-level=3"], "zap_log_level", "3"),
+        (["--zap-stacktrace-level=panic"], "zap_stacktrace_level", "panic"),
+        (["--zap-time-encoding=rfc3339nano"], "zap_time_encoding", "rfc3339nano"),
+        (["--zap-time-encoding=ISO8601"], "zap_time_encoding", "iso8601"),
+        # The last occurrence wins, as in pflag.
+        (["--proxy-port=1", "--proxy-port=2"], "proxy_port", 2),
+        # The deprecated, ignored lock flag is accepted.
+        (["--leader-elect-resource-lock=leases"], "leader_elect", False),
+    ],
+)
+def test_flag_values(argv: list[str], attribute: str, value: Any) -> None:
+    assert getattr(settings(*argv), attribute) == value
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--nope"], "unknown flag: --nope"),
+        (["--nope=1"], "unknown flag: --nope"),
+        (["--kubeconfig=/x"], "unknown flag: --kubeconfig"),
+        (["--watches"], "unknown flag: --watches"),  # no abbreviations
+        (["-v"], "unknown shorthand flag: 'v' in -v"),
+        (["-zap-devel"], "unknown shorthand flag: 'z' in -zap-devel"),
+        (["---x"], "bad flag syntax: ---x"),
+        (["--=x"], "bad flag syntax: --=x"),
+        (["--watches-file"], "flag needs an argument: --watches-file"),
+        (["--leader-elect", "--proxy-port"], "flag needs an argument: --proxy-port"),
+        (
+            ["--reconcile-period=1d"],
+            'invalid argument "1d" for "--reconcile-period" flag: '
+            'time: unknown unit "d" in duration "1d"',
+        ),
+        (
+            ["--reconcile-period", "10"],
+            'invalid argument "10" for "--reconcile-period" flag: '
+            'time: missing unit in duration "10"',
+        ),
+        (
+            ["--graceful-shutdown-timeout=x"],
+            'invalid argument "x" for "--graceful-shutdown-timeout" flag: '
+            'time: invalid duration "x"',
+        ),
+        (
+            ["--max-concurrent-reconciles=two"],
+            'invalid argument "two" for "--max-concurrent-reconciles" flag: '
+            'strconv.ParseInt: parsing "two": invalid syntax',
+        ),
+        (
+            ["--ansible-verbosity=1.5"],
+            'invalid argument "1.5" for "--ansible-verbosity" flag: '
+            'strconv.ParseInt: parsing "1.5": invalid syntax',
+        ),
+        (
+            ["--inject-owner-ref=maybe"],
+            'invalid argument "maybe" for "--inject-owner-ref" flag: '
+            'strconv.ParseBool: parsing "maybe": invalid syntax',
+        ),
+        (
+            ["--leader-elect=yes"],
+            'invalid argument "yes" for "--leader-elect" flag: '
+            'strconv.ParseBool: parsing "yes": invalid syntax',
+        ),
+        (
+            ["--proxy-port=70000"],
+            'invalid argument "70000" for "--proxy-port" flag: port must be between 0 and 65535',
+        ),
+        (
+            ["--ansible-run-timeout=-1s"],
+            'invalid argument "-1s" for "--ansible-run-timeout" flag: must not be negative',
+        ),
+        (
+            ["--zap-encoder=text"],
+            'invalid argument "text" for "--zap-encoder" flag: invalid encoder value "text"',
+        ),
+        (
+            ["--zap-log-level=warn"],
+            'invalid argument "warn" for "--zap-log-level" flag: invalid log level "warn"',
+        ),
+        (
+            ["--zap-log-level=0"],
+            'invalid argument "0" for "--zap-log-level" flag: invalid log level "0"',
+        ),
+        (
+            ["--zap-log-level=-2"],
+            'invalid argument "-2" for "--zap-log-level" flag: invalid log level "-2"',
+        ),
+        (
+            ["--zap-stacktrace-level=debug"],
+            'invalid argument "debug" for "--zap-stacktrace-level" flag: '
+            'invalid stacktrace level "debug"',
+        ),
+        (
+            ["--zap-time-encoding=nano"],
+            'invalid argument "nano" for "--zap-time-encoding" flag: '
+            'invalid time-encoding value "nano"',
+        ),
+        (
+            ["--metrics-require-rbac"],
+            "--metrics-secure flag is required when --metrics-require-rbac is present",
+        ),
+        (
+            ["--metrics-require-rbac", "--metrics-secure=false"],
+            "--metrics-secure flag is required when --metrics-require-rbac is present",
+        ),
+        (
+            ["--leader-elect", "--enable-leader-election"],
+            "only one of --leader-elect and --enable-leader-election may be set",
+        ),
+        (
+            ["--leader-elect=false", "--enable-leader-election=false"],
+            "only one of --leader-elect and --enable-leader-election may be set",
+        ),
+        (
+            ["--metrics-addr=:1", "--metrics-bind-address=:2"],
+            "only one of --metrics-addr and --metrics-bind-address may be set",
+        ),
+    ],
+)
+def test_errors(argv: list[str], message: str) -> None:
+    with pytest.raises(SettingsError) as excinfo:
+        settings(*argv)
+    assert str(excinfo.value) == message
+
+
+def test_parse_run_args_exits_1_with_one_line() -> None:
+    stderr = io.StringIO()
+    with pytest.raises(SystemExit) as excinfo:
+        parse_run_args(["--reconcile-period=1d"], {}, stderr=stderr)
+    assert excinfo.value.code == 1
+    assert stderr.getvalue() == (
+        'ansible-operator: error: invalid argument "1d" for "--reconcile-period" flag: '
+        'time: unknown unit "d" in duration "1d"\n'
+    )
+
+
+def test_parse_run_args_unknown_flag_exits_1() -> None:
+    stderr = io.StringIO()
+    with pytest.raises(SystemExit) as excinfo:
+        parse_run_args(["--bogus"], {}, stderr=stderr)
+    assert excinfo.value.code == 1
+    assert stderr.getvalue() == "ansible-operator: error: unknown flag: --bogus\n"
+
+
+def test_parse_run_args_success() -> None:
+    assert parse_run_args(["--proxy-port=1234"], {}).proxy_port == 1234
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_exits_0(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as excinfo:
+        build_run_settings([flag], {})
+    assert excinfo.value.code == 0
+    out = capsys.readouterr().out
+    assert "--watches-file" in out
+    assert "--zap-time-encoding" in out
+
+
+# --- deprecated aliases, positionals ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "attribute", "value", "warning"),
+    [
+        (
+            ["--metrics-addr=:9000"],
+            "metrics_bind_address",
+            ":9000",
+            "Flag --metrics-addr has been deprecated, use --metrics-bind-address instead",
+        ),
+        (
+            ["--enable-leader-election"],
+            "leader_elect",
+            True,
+            "Flag --enable-leader-election has been deprecated, use --leader-elect instead",
+        ),
+        (
+            ["--leader-elect-resource-lock=configmaps"],
+            "leader_elect",
+            False,
+            "Flag --leader-elect-resource-lock has been deprecated, This flag is now hardcoded to "
+            "'leases', which is the only supported option by client-go",
+        ),
+    ],
+)
+def test_deprecated_aliases(argv: list[str], attribute: str, value: Any, warning: str) -> None:
+    s = settings(*argv)
+    assert getattr(s, attribute) == value
+    assert s.warnings == (warning,)
+
+
+def test_bool_flag_does_not_take_the_next_argument() -> None:
+    # pflag: "--leader-elect false" is leader-elect=true plus an ignored positional.
+    s = settings("--leader-elect", "false")
+    assert s.leader_elect is True
+    assert s.warnings == ("Ignoring positional arguments: false",)
+
+
+def test_double_dash_ends_flags() -> None:
+    s = settings("--proxy-port=1", "--", "--nope", "x")
+    assert s.proxy_port == 1
+    assert s.warnings == ("Ignoring positional arguments: --nope x",)
+
+
+# --- --ansible-args quotes ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("", ""),
+        ("--check", "--check"),
+        ("'--check'", "--check"),
+        ("'-e a=1 -e b=2'", "-e a=1 -e b=2"),
+        ("''", ""),
+        ("'", ""),  # upstream would crash here
+        ("'unbalanced", "'unbalanced"),
+        ("unbalanced'", "unbalanced'"),
+        ('"--check"', '"--check"'),
+        ("''--check''", "'--check'"),  # only one pair
+    ],
+)
+def test_ansible_args_quotes(raw: str, expected: str) -> None:
+    assert settings(f"--ansible-args={raw}").ansible_args == expected
+
+
+# --- environment ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "namespaces"),
+    [
+        ("", ()),
+        ("default", ("default",)),
+        ("a,b", ("a", "b")),
+        (" a , ,b ,", ("a", "b")),
+        (",", ()),
+        ("   ", ()),
+    ],
+)
+def test_watch_namespace(value: str, namespaces: tuple[str, ...]) -> None:
+    s = settings(WATCH_NAMESPACE=value)
+    assert s.watch_namespaces == namespaces
+    assert s.watches_all_namespaces is (namespaces == ())
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "leader_id", "warnings"),
+    [
+        ([], {}, "", ()),
+        (
+            [],
+            {"OPERATOR_NAME": "op"},
+            "op",
+            (DEPRECATED_OPERATOR_NAME,),
+        ),
+        (
+            ["--leader-election-id=flag"],
+            {"OPERATOR_NAME": "op"},
+            "flag",
+            (
+                DEPRECATED_OPERATOR_NAME,
+                "Ignoring OPERATOR_NAME environment variable since --leader-election-id is set",
+            ),
+        ),
+        # Given explicitly, even empty, the flag wins.
+        (
+            ["--leader-election-id="],
+            {"OPERATOR_NAME": "op"},
+            "",
+            (
+                DEPRECATED_OPERATOR_NAME,
+                "Ignoring OPERATOR_NAME environment variable since --leader-election-id is set",
+            ),
+        ),
+    ],
+)
+def test_operator_name(
+    argv: list[str], env: dict[str, str], leader_id: str, warnings: tuple[str, ...]
+) -> None:
+    s = build_run_settings(argv, env)
+    assert s.leader_election_id == leader_id
+    assert s.warnings == warnings
+
+
+@pytest.mark.parametrize(
+    ("value", "expected", "warning"),
+    [
+        ("tasks", "Tasks", None),
+        ("Tasks", "Tasks", None),
+        ("EVERYTHING", "Everything", None),
+        ("everything", "Everything", None),
+        ("Nothing", "Nothing", None),
+        ("", "Tasks", None),
+        (
+            "all",
+            "Tasks",
+            "--ansible-log-events flag value 'all' not recognized. "
+            "Must be one of: Tasks, Everything, Nothing",
+        ),
+    ],
+)
+def test_ansible_log_events(value: str, expected: str, warning: str | None) -> None:
+    s = settings(f"--ansible-log-events={value}")
+    assert s.ansible_log_events == expected
+    assert s.warnings == ((warning,) if warning else ())
+
+
+@pytest.mark.parametrize(
+    ("value", "expected", "warned"),
+    [
+        (None, False, False),
+        ("true", True, False),
+        ("TRUE", True, False),
+        ("1", True, False),
+        ("t", True, False),
+        ("false", False, False),
+        ("0", False, False),
+        ("yes", False, True),
+        ("", False, True),
+    ],
+)
+def test_ansible_debug_logs(value: str | None, expected: bool, warned: bool) -> None:
+    env = {} if value is None else {"ANSIBLE_DEBUG_LOGS": value}
+    s = build_run_settings([], env)
+    assert s.ansible_debug_logs is expected
+    assert bool(s.warnings) is warned
+
+
+def test_environ_defaults_to_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WATCH_NAMESPACE", "from-process")
+    assert build_run_settings([]).watch_namespaces == ("from-process",)
+
+
+# --- per-kind environment overrides -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env", "gvk", "expected"),
+    [
+        ({}, MEMCACHED, 4),
+        ({"MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": "9"}, MEMCACHED, 9),
+        ({"WORKER_MEMCACHED_CACHE_EXAMPLE_COM": "7"}, MEMCACHED, 7),
+        # The current name beats the deprecated one, even when it is invalid.
+        (
+            {
+                "MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": "3",
+                "WORKER_MEMCACHED_CACHE_EXAMPLE_COM": "7",
+            },
+            MEMCACHED,
+            3,
+        ),
+        (
+            {
+                "MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": "x",
+                "WORKER_MEMCACHED_CACHE_EXAMPLE_COM": "7",
+            },
+            MEMCACHED,
+            4,
+        ),
+        ({"MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": "0"}, MEMCACHED, 4),
+        ({"MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": "-2"}, MEMCACHED, 4),
+        ({"MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": "2.5"}, MEMCACHED, 4),
+        ({"MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": ""}, MEMCACHED, 4),
+        # Names are case-sensitive environment variables.
+        ({"max_concurrent_reconciles_memcached_cache_example_com": "9"}, MEMCACHED, 4),
+        # The core group leaves a trailing underscore; "-" is kept.
+        ({"MAX_CONCURRENT_RECONCILES_SECRET_": "6"}, SECRET, 6),
+        ({"MAX_CONCURRENT_RECONCILES_SECRET": "6"}, SECRET, 4),
+        ({"MAX_CONCURRENT_RECONCILES_THING_MY-GROUP_EXAMPLE_COM": "5"}, DASHED, 5),
+        # Another kind's variable does not apply.
+        ({"MAX_CONCURRENT_RECONCILES_SECRET_": "6"}, MEMCACHED, 4),
+    ],
+)
+def test_max_concurrent_reconciles_for(env: dict[str, str], gvk: GVK, expected: int) -> None:
+    s = build_run_settings(["--max-concurrent-reconciles=4"], env)
+    assert s.max_concurrent_reconciles_for(gvk) == expected
+
+
+def test_max_concurrent_reconciles_flag_below_one_means_one() -> None:
+    assert settings("--max-concurrent-reconciles=0").max_concurrent_reconciles_for(MEMCACHED) == 1
+
+
+@pytest.mark.parametrize(
+    ("env", "gvk", "expected"),
+    [
+        ({}, MEMCACHED, 2),
+        ({"ANSIBLE_VERBOSITY_MEMCACHED_CACHE_EXAMPLE_COM": "0"}, MEMCACHED, 0),
+        ({"ANSIBLE_VERBOSITY_MEMCACHED_CACHE_EXAMPLE_COM": "7"}, MEMCACHED, 7),
+        ({"ANSIBLE_VERBOSITY_MEMCACHED_CACHE_EXAMPLE_COM": "8"}, MEMCACHED, 2),
+        ({"ANSIBLE_VERBOSITY_MEMCACHED_CACHE_EXAMPLE_COM": "-1"}, MEMCACHED, 2),
+        ({"ANSIBLE_VERBOSITY_MEMCACHED_CACHE_EXAMPLE_COM": "vv"}, MEMCACHED, 2),
+        ({"ANSIBLE_VERBOSITY_SECRET_": "4"}, SECRET, 4),
+        ({"ANSIBLE_VERBOSITY": "4"}, MEMCACHED, 2),  # the plain variable is Ansible's own
+    ],
+)
+def test_ansible_verbosity_for(env: dict[str, str], gvk: GVK, expected: int) -> None:
+    assert build_run_settings([], env).ansible_verbosity_for(gvk) == expected
+
+
+@pytest.mark.parametrize(
+    ("env", "messages"),
+    [
+        ({}, []),
+        ({"MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": "3"}, []),
+        (
+            {"WORKER_MEMCACHED_CACHE_EXAMPLE_COM": "3"},
+            [
+                "Environment variable WORKER_MEMCACHED_CACHE_EXAMPLE_COM is deprecated, "
+                "use MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM instead"
+            ],
+        ),
+        (
+            {"MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": "many"},
+            [
+                "Could not parse environment variable "
+                "MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM='many' as an integer"
+            ],
+        ),
+        (
+            {"MAX_CONCURRENT_RECONCILES_MEMCACHED_CACHE_EXAMPLE_COM": "0"},
+            ["Value 0 not valid. Using default 4"],
+        ),
+        (
+            {"ANSIBLE_VERBOSITY_MEMCACHED_CACHE_EXAMPLE_COM": "9"},
+            ["Value 9 not valid. Using default 2"],
+        ),
+        (
+            {"ANSIBLE_VERBOSITY_MEMCACHED_CACHE_EXAMPLE_COM": "x"},
+            [
+                "Could not parse environment variable "
+                "ANSIBLE_VERBOSITY_MEMCACHED_CACHE_EXAMPLE_COM='x' as an integer"
+            ],
+        ),
+    ],
+)
+def test_env_messages_for(env: dict[str, str], messages: list[str]) -> None:
+    s = build_run_settings(["--max-concurrent-reconciles=4"], env)
+    assert s.env_messages_for(MEMCACHED) == messages
+
+
+# --- Go value parsers ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("0", 0),
+        ("42", 42),
+        ("-42", -42),
+        ("+42", 42),
+        ("0x1F", 31),
+        ("0X1f", 31),
+        ("0o17", 15),
+        ("017", 15),
+        ("0b101", 5),
+        ("1_000", 1000),
+        ("9223372036854775807", 2**63 - 1),
+        ("-9223372036854775808", -(2**63)),
+    ],
+)
+def test_go_parse_int(text: str, value: int) -> None:
+    assert go_parse_int(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "invalid syntax"),
+        ("-", "invalid syntax"),
+        ("1.5", "invalid syntax"),
+        ("089", "invalid syntax"),
+        ("0x", "invalid syntax"),
+        ("_1", "invalid syntax"),
+        ("1__0", "invalid syntax"),
+        (" 1", "invalid syntax"),
+        ("\uff11", "invalid syntax"),
+        ("9223372036854775808", "value out of range"),
+    ],
+)
+def test_go_parse_int_errors(text: str, problem: str) -> None:
+    with pytest.raises(ValueError) as excinfo:
+        go_parse_int(text)
+    assert str(excinfo.value) == f'strconv.ParseInt: parsing "{text}": {problem}'
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [(t, True) for t in ("1", "t", "T", "TRUE", "true", "True")]
+    + [(f, False) for f in ("0", "f", "F", "FALSE", "false", "False")],
+)
+def test_go_parse_bool(text: str, value: bool) -> None:
+    assert go_parse_bool(text) is value
+
+
+@pytest.mark.parametrize("text", ["", "yes", "no", "tRUE", "on", "2"])
+def test_go_parse_bool_errors(text: str) -> None:
+    with pytest.raises(ValueError) as excinfo:
+        go_parse_bool(text)
+    assert str(excinfo.value) == f'strconv.ParseBool: parsing "{text}": invalid syntax'
