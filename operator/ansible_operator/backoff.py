@@ -1,12 +1,9 @@
-"""When to run a CR again: per-key failure backoff, the periodic requeue, and per-CR annotations.
+"""When to run a CR again: per-key failure backoff, the periodic requeue, per-CR annotations.
 
-`ItemBackoff` is controller-runtime's per-item exponential limiter with one deliberate
-difference: the base delay is 0.5 s instead of 5 ms. Upstream's 5 ms base re-runs a failing
-playbook back-to-back (5, 10, 20, 40 ms, ...), each run costing seconds of CPU, before the delay
-grows to anything useful; starting at half a second keeps a broken CR from hogging a worker while
-still retrying quickly. The cap is upstream's 1000 s. Nothing here reads a clock: callers turn a
-delay into a deadline. The annotation helpers return `(value, message)` pairs so the caller
-decides how to log or report a bad value, with upstream's wording.
+`ItemBackoff` is controller-runtime's per-item exponential limiter (doubling, capped at 1000 s)
+with a deliberate difference: a 0.5 s base instead of 5 ms, because upstream's base re-runs a
+failing playbook back-to-back (5, 10, 20, 40 ms, ...), each run costing seconds of CPU. Nothing
+here reads a clock, and annotation helpers return `(value, message)` in upstream's wording.
 """
 
 from __future__ import annotations

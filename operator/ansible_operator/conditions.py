@@ -1,13 +1,9 @@
-"""Status conditions a reconcile writes on its CR, computed as pure functions of the old status.
+"""Status conditions a reconcile writes on its CR, as pure functions from old status to new.
 
-The condition types, reasons, messages, order and `ansibleResult` keys are upstream's (`Running`,
-`Successful`, `Failure`; the steady state after a success is `[Running, Successful, Failure]`),
-and so are the SetCondition rules: an identical type/status/reason is left alone (except
-`Failure`), `lastTransitionTime` only moves when the status flips, and a replaced condition moves
-to the end. Differences, all deliberate: each condition we write carries the `observedGeneration`
-it describes, a flipped condition gets a fresh `lastTransitionTime` (upstream keeps the stale
-one), and conditions written by others keep every field and any RFC3339 timestamp.
-Each function takes the current `.status` and returns a new one; nothing reads a clock.
+Types, reasons, messages, order and upstream's SetCondition rules are kept (steady state after a
+success: `[Running, Successful, Failure]`); deliberately, each condition we write records its
+`observedGeneration`, a flipped condition gets a fresh `lastTransitionTime`, and conditions written
+by others keep every field. Callers pass `now`: nothing here reads a clock.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Which watch events are worth a reconcile, for primary CRs and for the objects they own.
 
-The rules are upstream's controller predicates: a CR update counts when its generation moves
-(spec changes), when an object without generations really changed, or when annotations changed
-and the watch asks for that; status-only and label-only edits do not re-run the role, and the
-watch's label selector filters everything. Dependent objects follow operator-lib's
-DependentPredicate: any change except status, resourceVersion and managedFields timestamps.
-The functions take plain dicts, so they hold no state and need no cluster to test.
+Primary CRs follow upstream's predicates (generation changes, real changes of generation-less
+objects, annotation changes when asked, always filtered by the watch's selector), so status-only
+and label-only edits never re-run a role; dependents follow operator-lib's DependentPredicate.
+The functions take plain dicts and hold no state, so they need no cluster to test.
 """
 
 from __future__ import annotations

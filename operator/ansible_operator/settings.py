@@ -1,12 +1,9 @@
 """`ansible-operator run` settings: upstream's flags and environment variables, parsed up front.
 
-Flags, defaults, deprecated aliases and error wording are upstream's (cobra/pflag plus the
-controller-runtime zap flags), so existing Deployments' `args:` keep working; we add
-`--ansible-run-timeout`. Arguments are first tokenised with pflag's rules (`--flag value`,
-`--flag=value`, bare booleans, `--` ends flags) into `--flag=value` form, then handed to
-argparse, so a value that starts with `-` is never mistaken for a flag. Every error is one line
-`ansible-operator: error: ...` and exit status 1, as cobra does. Per-kind settings read the
-environment (`MAX_CONCURRENT_RECONCILES_<KIND>_<GROUP>`, ...) through `RunSettings` methods.
+Flags, defaults, deprecated aliases and error wording are upstream's (pflag and the zap flags;
+we add `--ansible-run-timeout`), and any error is one line with exit status 1, as with cobra.
+Arguments are first tokenised by pflag's rules into `--flag=value` form and then given to
+argparse, so a value starting with `-` is never taken for a flag.
 """
 
 from __future__ import annotations

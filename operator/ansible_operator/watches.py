@@ -1,11 +1,9 @@
 """watches.yaml: which role or playbook reconciles which kind, loaded and validated once at startup.
 
-The file is read the way upstream reads it (environment expansion, YAML 1.1, keys matched
-case-insensitively, unknown keys ignored, numbers coerced to strings, the same defaults and the
-same role search order), so existing files load unchanged. Every problem a user can make becomes a
-`WatchesError` whose one-line message names the file, the line, the entry and its GVK; upstream's
-wording is kept for the problem itself. `$` handling is deliberately safer than upstream's: only
-defined variables with valid names are expanded, anything else is left exactly as written.
+The file is read as upstream reads it (environment expansion, YAML 1.1, case-insensitive keys,
+unknown keys ignored, scalars coerced to strings, the same defaults and role search order), and
+every problem becomes a one-line `WatchesError` naming file, line, entry and GVK, in upstream's
+wording. Deliberately safer than upstream: `$` expansion touches only defined, valid names.
 """
 
 from __future__ import annotations
@@ -115,6 +113,11 @@ class Watch:
     def is_playbook(self) -> bool:
         return bool(self.playbook)
 
+    def __hash__(self) -> int:
+        # GVKs are unique within a watches file; hashing by it keeps Watch usable as a key
+        # although `vars` and the selector hold dicts.
+        return hash(self.gvk)
+
     def is_blacklisted(self, gvk: GVK) -> bool:
         """Dependent watches are not set up for blacklisted kinds (exact GVK match)."""
         return gvk in self.blacklist
@@ -191,13 +194,32 @@ def expand_env(text: str, environ: Mapping[str, str]) -> str:
 
 
 class _Loader(yaml.SafeLoader):
-    """YAML 1.1 like go-yaml v2, except that timestamps stay strings (as they do in Go)."""
+    """PyYAML's YAML 1.1, with plain scalars typed the way go-yaml v2 types them.
+
+    Timestamps stay strings, `12:30` is not a base-60 number, and `1e6` is a float.
+    """
 
 
+_INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+_GO_YAML_INT = re.compile(r"^[-+]?(?:0b[01_]+|0[0-7_]+|(?:0|[1-9][0-9_]*)|0x[0-9a-fA-F_]+)$")
+_GO_YAML_FLOAT = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    first: [
+        (tag, rx)
+        for tag, rx in resolvers
+        if tag not in ("tag:yaml.org,2002:timestamp", _INT_TAG, _FLOAT_TAG)
+    ]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+for _first in "-+0123456789.":
+    _Loader.yaml_implicit_resolvers.setdefault(_first, [])[:0] = [
+        (_INT_TAG, _GO_YAML_INT),
+        (_FLOAT_TAG, _GO_YAML_FLOAT),
+    ]
 
 
 def _parse_yaml(text: str, path: str) -> tuple[Any, list[int]]:

@@ -439,7 +439,7 @@ def test_user_status_keys_and_custom_conditions_are_kept() -> None:
             },
         ],
     }
-    original = copy.deepcopy(before)
+    original: dict[str, Any] = copy.deepcopy(before)
     status = mark_success(
         mark_running(before, now=T0, generation=8), ansible_result=RESULT, now=T1, generation=8
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import textwrap
 from pathlib import Path
@@ -220,6 +221,12 @@ def test_every_field(project: Path) -> None:
         ("vars: {2: two, true: yes, 2.5: x}", "vars", {"2": "two", "true": True, "2.5": "x"}),
         # Timestamps stay strings, as go-yaml v2 leaves them.
         ("vars: {when: 2001-12-14}", "vars", {"when": "2001-12-14"}),
+        # Plain scalars are typed as go-yaml v2 types them: no base-60, exponents are floats.
+        (
+            "vars: {at: 12:30, big: 1e3, hex: 0x1F}",
+            "vars",
+            {"at": "12:30", "big": 1000.0, "hex": 31},
+        ),
         ("blacklist: null", "blacklist", ()),
         ("finalizer: null", "finalizer", None),
         # Unknown keys, including upstream's no-op ones, are ignored.
@@ -250,7 +257,7 @@ def test_field_parsing(project: Path, snippet: str, attribute: str, expected: An
         ("cache.example.com", "1.5", "Memcached", GVK("cache.example.com", "1.5", "Memcached")),
         (
             "cache.example.com",
-            "1.0e+6",
+            "1e6",
             "Memcached",
             GVK("cache.example.com", "1e+06", "Memcached"),
         ),
@@ -794,11 +801,18 @@ def test_valid_finalizers(project: Path, finalizer: str, expected: Finalizer) ->
         project, f"- {{version: v1, kind: A, role: memcached, finalizer: {finalizer}}}\n"
     )
     assert watch.finalizer is not None
-    fix = {
-        k: v.replace("{project}", str(project)) if isinstance(v, str) else v
-        for k, v in vars(expected).items()
-    }
-    assert watch.finalizer == Finalizer(**fix)
+
+    def here(path: str | None) -> str | None:
+        return path.replace("{project}", str(project)) if path else path
+
+    assert watch.finalizer == dataclasses.replace(
+        expected, playbook=here(expected.playbook), role=here(expected.role)
+    )
+
+
+def test_watch_is_hashable() -> None:
+    watch = Watch(gvk=MEMCACHED, role="/r", vars={"a": {"b": 1}})
+    assert {watch: 1}[Watch(gvk=MEMCACHED, role="/r", vars={"a": {"b": 1}})] == 1
 
 
 def test_finalizer_without_own_ansible() -> None:
