@@ -119,8 +119,11 @@ def remove_input_dir(path: Path, *, base: Path = DEFAULT_BASE_DIR) -> bool:
 
     Only paths strictly inside `base` are touched. Returns whether anything was removed.
     """
-    base = Path(base).absolute()
-    target = Path(path).absolute()
+    base = Path(base).resolve()
+    given = Path(path).absolute()
+    if given.name in ("", ".", ".."):
+        raise ValueError(f"refusing to remove {given}: not a CR's input dir")
+    target = given.parent.resolve() / given.name  # `..` and symlinked parents resolved
     if base == target or base not in target.parents:
         raise ValueError(f"refusing to remove {target}: not inside {base}")
     if not target.exists() and not target.is_symlink():

@@ -3,9 +3,10 @@
 Upstream's lines are kept word for word (`[playbook task start]`, `[playbook debug]`,
 `[playbook task failed]`, the `Ansible Task StdOut` and status/debug banners) because users and
 tests grep for them. Unlike upstream, which printed the banners straight to stdout between its
-JSON lines, every block here is one log record with its fields in `extra`, so a JSON formatter
-keeps one object per line. Records carry `event_type` and `job`; the CR's kind, namespace and
-name come from the logger (or adapter) the caller passes in.
+JSON lines, every block here is one log record with its fields in `extra={"fields": ...}` (the
+convention of `ansible_operator.logs`), so a JSON formatter keeps one object per line. Records
+carry `event_type` and `job`; the CR's kind, namespace and name come from the caller's logging
+context (or adapter).
 """
 
 from __future__ import annotations
@@ -62,18 +63,22 @@ def emit(
     *,
     exc_info: bool = False,
 ) -> None:
-    """Log `message` with `fields` as record attributes, also through a `LoggerAdapter`.
+    """Log `message` with structured `fields`, the project's way: `extra={"fields": {...}}`.
 
-    The standard adapter of Python 3.11 replaces a call's `extra` with its own; here both are
-    merged (the call's fields win) so per-event fields survive.
+    Through a `LoggerAdapter` the adapter's fields are merged in (the call's win): the standard
+    adapter of Python 3.11 would otherwise replace a call's `extra` with its own.
     """
-    extra = dict(fields or {})
+    merged: dict[str, Any] = {}
+    base: Any = logger
     if isinstance(logger, logging.LoggerAdapter):
-        extra = {**dict(logger.extra or {}), **extra}
-        base: Any = logger.logger
-    else:
-        base = logger
-    base.log(level, message, extra=extra, exc_info=exc_info, stacklevel=2)
+        adapter_extra = dict(logger.extra or {})
+        nested = adapter_extra.pop("fields", None)
+        merged.update(adapter_extra)
+        if isinstance(nested, Mapping):
+            merged.update(nested)
+        base = logger.logger
+    merged.update(fields or {})
+    base.log(level, message, extra={"fields": merged}, exc_info=exc_info, stacklevel=2)
 
 
 class EventLogger:
