@@ -389,6 +389,17 @@ class RunSettings:
     def watches_all_namespaces(self) -> bool:
         return not self.watch_namespaces
 
+    def ansible_environ(self) -> dict[str, str]:
+        """The environment with `--ansible-roles-path`/`--ansible-collections-path` exported as
+        `ANSIBLE_ROLES_PATH`/`ANSIBLE_COLLECTIONS_PATH` when set, as upstream does before loading
+        watches.yaml; pass it to `load_watches` and to ansible-runner."""
+        env = dict(self.environ)
+        if self.ansible_roles_path:
+            env["ANSIBLE_ROLES_PATH"] = self.ansible_roles_path
+        if self.ansible_collections_path:
+            env["ANSIBLE_COLLECTIONS_PATH"] = self.ansible_collections_path
+        return env
+
     def _env_int(self, name: str) -> tuple[int | None, str | None]:
         raw = self.environ.get(name)
         if raw is None:

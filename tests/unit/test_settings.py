@@ -442,6 +442,25 @@ def test_ansible_debug_logs(value: str | None, expected: bool, warned: bool) -> 
     assert bool(s.warnings) is warned
 
 
+@pytest.mark.parametrize(
+    ("argv", "env", "roles", "collections"),
+    [
+        ([], {}, None, None),
+        ([], {"ANSIBLE_ROLES_PATH": "/env"}, "/env", None),
+        (["--ansible-roles-path=/flag"], {"ANSIBLE_ROLES_PATH": "/env"}, "/flag", None),
+        (["--ansible-roles-path="], {"ANSIBLE_ROLES_PATH": "/env"}, "/env", None),
+        (["--ansible-collections-path=/c"], {}, None, "/c"),
+    ],
+)
+def test_ansible_environ(
+    argv: list[str], env: dict[str, str], roles: str | None, collections: str | None
+) -> None:
+    result = build_run_settings(argv, {"PATH": "/bin", **env}).ansible_environ()
+    assert result.get("ANSIBLE_ROLES_PATH") == roles
+    assert result.get("ANSIBLE_COLLECTIONS_PATH") == collections
+    assert result["PATH"] == "/bin"
+
+
 def test_environ_defaults_to_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WATCH_NAMESPACE", "from-process")
     assert build_run_settings([]).watch_namespaces == ("from-process",)
