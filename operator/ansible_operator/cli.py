@@ -20,6 +20,7 @@ def _version(_: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ansible-operator")
     subparsers = parser.add_subparsers(dest="command", required=True)
+    subparsers.add_parser("run", help="run the operator (see 'ansible-operator run --help')")
     subparsers.add_parser("version", help="print the version").set_defaults(handler=_version)
     devcluster_command.add_parser(subparsers)
     return parser
@@ -27,6 +28,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
+    if args_list[:1] == ["run"]:  # upstream's flag set, parsed by the run command itself
+        from . import manager
+
+        return manager.main(args_list[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(args_list)

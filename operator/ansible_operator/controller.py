@@ -1,0 +1,155 @@
+"""One controller per watches.yaml entry: events in, a de-duplicated queue, workers out.
+
+kopf delivers every watch event of the kind to ``handle_event``; the predicates decide whether it
+asks for a reconcile (a spec change does, a status-only change does not), and the key goes on the
+work queue. ``workers`` coroutines take keys and call the reconciler, which only ever sees the
+object's identity: reconciliation is level-based, it re-reads the object. The controller turns
+the reconciler's answer into the key's next run: a periodic re-run or ``requeue_after`` when it
+succeeded, exponential backoff when it failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import predicates
+from .backoff import ItemBackoff
+from .watches import Watch
+from .workqueue import ShutDown, WorkQueue
+
+Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
+log = logging.getLogger("ansible-controller")
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a successful reconcile asks for: a re-run after ``requeue_after`` seconds, or none."""
+
+    requeue_after: float | None = None
+
+
+class ReconcileError(Exception):
+    """The reconcile failed and should be retried with backoff; the message says why."""
+
+
+ReconcileFn = Callable[[Key], Awaitable[Result]]
+
+
+def _predicate_view(obj: dict[str, Any]) -> dict[str, Any]:
+    """The part of an object the predicates compare; kept per object between events."""
+    meta = obj.get("metadata", {})
+    keep = ("generation", "annotations", "labels", "resourceVersion")
+    view = {"metadata": {k: meta[k] for k in keep if k in meta}}
+    if not meta.get("generation"):
+        # Kinds without a generation (Secrets, ConfigMaps) compare their content instead.
+        view.update({k: v for k, v in obj.items() if k not in ("metadata", "status")})
+    return view
+
+
+class Controller:
+    def __init__(
+        self,
+        watch: Watch,
+        reconcile: ReconcileFn,
+        *,
+        workers: int,
+        backoff: ItemBackoff | None = None,
+        on_forget: Callable[[Key], None] | None = None,
+    ) -> None:
+        self.watch = watch
+        self.name = f"{watch.gvk.kind.lower()}.{watch.gvk.group or 'core'}-{watch.gvk.version}"
+        self.queue: WorkQueue[Key] = WorkQueue()
+        self.workers = max(1, workers)
+        self._reconcile = reconcile
+        self._backoff = backoff or ItemBackoff()
+        self._seen: dict[Key, dict[str, Any]] = {}
+        self._on_forget = on_forget
+
+    def handle_event(self, event_type: str | None, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata", {})
+        key: Key = (meta.get("namespace") or "", meta.get("name", ""))
+        old = self._seen.get(key)
+        if event_type == "DELETED":
+            self._seen.pop(key, None)
+        else:
+            self._seen[key] = _predicate_view(obj)
+        event = _event_name(event_type, old)
+        if event == "delete":
+            self.queue.cancel(key)
+        if predicates.primary_event_passes(event, old, _predicate_view(obj), self.watch):
+            log.debug("event passes", extra={"event": event, "key": "/".join(key)})
+            self.queue.add(key)
+
+    def enqueue(self, key: Key) -> None:
+        """Ask for a reconcile of ``key`` (a dependent changed, say)."""
+        self.queue.add(key)
+
+    async def run(self) -> None:
+        """Run the workers until cancelled; a cancelled worker cancels its reconcile too."""
+        tasks = [asyncio.create_task(self._worker()) for _ in range(self.workers)]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            self.queue.shutdown()
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, ShutDown):
+                    await task
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            try:
+                await self._process(key)
+            finally:
+                self.queue.done(key)
+
+    async def _process(self, key: Key) -> None:
+        try:
+            result = await self._reconcile(key)
+        except asyncio.CancelledError:
+            raise
+        except ReconcileError as err:
+            delay = self._backoff.failure(key)
+            log.info(
+                "reconcile failed, retrying with backoff",
+                extra={"key": "/".join(key), "error": str(err), "retry_in": delay},
+            )
+            self.queue.schedule(key, delay)
+            return
+        except Exception:
+            delay = self._backoff.failure(key)
+            log.exception(
+                "reconcile crashed, retrying with backoff",
+                extra={"key": "/".join(key), "retry_in": delay},
+            )
+            self.queue.schedule(key, delay)
+            return
+        self._backoff.forget(key)
+        if result.requeue_after is None:
+            self.queue.cancel(key)
+        else:
+            self.queue.schedule(key, result.requeue_after)
+
+    def forget(self, key: Key) -> None:
+        """The object is gone: drop its timer, backoff and remembered state."""
+        self.queue.cancel(key)
+        self._backoff.forget(key)
+        self._seen.pop(key, None)
+        if self._on_forget is not None:
+            self._on_forget(key)
+
+
+def _event_name(event_type: str | None, old: dict[str, Any] | None) -> str:
+    """kopf's event types as the predicates name them: the initial listing counts as a create."""
+    if event_type == "DELETED":
+        return "delete"
+    if old is None:
+        return "create"
+    return "update"

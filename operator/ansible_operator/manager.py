@@ -1,0 +1,208 @@
+"""``ansible-operator run``: settings and watches in, controllers and kopf's watches running.
+
+Start-up validates everything a user can get wrong (flags, watches.yaml, credentials) before
+anything starts, and reports each problem in one line with exit code 1. Then one kopf
+``on.event`` handler per watch feeds its controller; kopf owns the API watches (listing,
+reconnects, namespaces) and writes nothing to the objects, since only ``on.event`` is used.
+SIGINT and SIGTERM stop the watches, cancel running reconciles (their Ansible processes are
+killed) and exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import kopf
+
+from . import __version__, logs
+from .controller import Controller
+from .kube.client import KubeClient, ResourceInfo
+from .kube.config import ConfigError, Credentials
+from .kube.config import load as load_credentials
+from .reconciler import Reconciler
+from .runner import ColdRunner, RunnerError
+from .settings import RunSettings, parse_run_args
+from .watches import Watch, WatchesError, load_watches
+
+log = logging.getLogger("cmd")
+
+
+class StartupError(Exception):
+    """Something the user must fix before the operator can start; one line."""
+
+
+def _export_ansible_paths(settings: RunSettings) -> None:
+    """As upstream: the path flags become environment for role lookup and for every run."""
+    if settings.ansible_roles_path:
+        os.environ["ANSIBLE_ROLES_PATH"] = settings.ansible_roles_path
+    if settings.ansible_collections_path:
+        os.environ["ANSIBLE_COLLECTIONS_PATH"] = settings.ansible_collections_path
+
+
+def _log_level(settings: RunSettings) -> str:
+    level = settings.zap_log_level or ("debug" if settings.zap_devel else "info")
+    return "debug" if level.isdigit() else level
+
+
+class Operator:
+    """The controllers of one watches file, and the kopf registry that feeds them."""
+
+    def __init__(self, settings: RunSettings, watches: list[Watch], creds: Credentials) -> None:
+        self.settings = settings
+        self.creds = creds
+        self.client = KubeClient(creds)
+        self.runner = ColdRunner()
+        self.registry = kopf.OperatorRegistry()
+        self.controllers: list[Controller] = []
+        for watch in watches:
+            self.controllers.append(self._controller(watch))
+
+        @kopf.on.login(registry=self.registry)
+        def login(**_: Any) -> kopf.ConnectionInfo:
+            return _connection_info(self.creds)
+
+    def _controller(self, watch: Watch) -> Controller:
+        gvk = watch.gvk
+        resources: dict[str, ResourceInfo] = {}
+
+        def resource() -> ResourceInfo:
+            return resources["info"]
+
+        reconciler = Reconciler(
+            watch,
+            client=self.client,
+            runner=self.runner,
+            settings=self.settings,
+            credentials=self.creds,
+            resource=resource,
+        )
+        controller = Controller(
+            watch,
+            reconciler,
+            workers=self.settings.max_concurrent_reconciles_for(gvk),
+            on_forget=reconciler.forget,
+        )
+        for message in self.settings.env_messages_for(gvk):
+            log.info(message, extra={"gvk": str(gvk)})
+
+        async def on_event(**kwargs: Any) -> None:
+            event, resource = kwargs["event"], kwargs["resource"]
+            if "info" not in resources:
+                resources["info"] = ResourceInfo(
+                    gvk.group, gvk.version, gvk.kind, resource.plural, resource.namespaced
+                )
+            controller.handle_event(event.get("type"), event["object"])
+
+        kopf.on.event(
+            group=gvk.group,
+            version=gvk.version,
+            kind=gvk.kind,
+            id=f"watch-{controller.name}",
+            registry=self.registry,
+        )(on_event)
+        log.info(
+            "Watching resource",
+            extra={"gvk": str(gvk), "workers": controller.workers, "ansible": watch.ansible_path},
+        )
+        return controller
+
+    def kopf_settings(self) -> kopf.OperatorSettings:
+        settings = kopf.OperatorSettings()
+        settings.posting.enabled = False  # our Events are posted by the reconciler
+        settings.networking.request_timeout = 60
+        settings.watching.server_timeout = 300
+        return settings
+
+    async def run(self, stop: asyncio.Event) -> None:
+        namespaces = self.settings.watch_namespaces
+        if namespaces:
+            log.info("Watching namespaces", extra={"namespaces": list(namespaces)})
+        else:
+            log.info("Watching all namespaces")
+        workers = [asyncio.create_task(c.run()) for c in self.controllers]
+        kopf_task = asyncio.create_task(
+            kopf.operator(
+                registry=self.registry,
+                settings=self.kopf_settings(),
+                standalone=True,
+                clusterwide=not namespaces,
+                namespaces=list(namespaces),
+                stop_flag=stop,
+            )
+        )
+        try:
+            done, _ = await asyncio.wait([kopf_task, *workers], return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()  # a crashed part ends the operator, loudly
+        finally:
+            stop.set()
+            for task in [*workers, kopf_task]:
+                task.cancel()
+            for task in [*workers, kopf_task]:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await self.client.close()
+
+
+def _connection_info(creds: Credentials) -> kopf.ConnectionInfo:
+    return kopf.ConnectionInfo(
+        server=creds.server,
+        ca_data=creds.ca_data,
+        insecure=creds.insecure or None,
+        token=creds.bearer_token(),
+        scheme="Bearer" if creds.bearer_token() else None,
+        certificate_data=creds.cert_data,
+        private_key_data=creds.key_data,
+        username=creds.username,
+        password=creds.password,
+        default_namespace=creds.namespace,
+    )
+
+
+def prepare(argv: Sequence[str]) -> tuple[RunSettings, list[Watch], Credentials]:
+    """Everything that can fail because of the user's input, checked before anything starts."""
+    settings = parse_run_args(argv)
+    logs.configure(
+        encoder=settings.zap_encoder or ("console" if settings.zap_devel else "json"),
+        level=_log_level(settings),
+    )
+    for warning in settings.warnings:
+        log.info(warning)
+    log.info("Version", extra={"version": __version__, "python": sys.version.split()[0]})
+    _export_ansible_paths(settings)
+    try:
+        watches = load_watches(settings.watches_file)
+    except WatchesError as err:
+        raise StartupError(f"Failed to load watches: {err}") from None
+    try:
+        creds = load_credentials()
+    except ConfigError as err:
+        raise StartupError(str(err)) from None
+    return settings, watches, creds
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        settings, watches, creds = prepare(argv)
+        operator = Operator(settings, watches, creds)
+    except (StartupError, RunnerError) as err:
+        print(f"ansible-operator run: {err}", file=sys.stderr)
+        return 1
+    return asyncio.run(_serve(operator))
+
+
+async def _serve(operator: Operator) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await operator.run(stop)
+    log.info("Stopped")
+    return 0
