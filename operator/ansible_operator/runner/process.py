@@ -20,7 +20,7 @@ import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -210,10 +210,6 @@ class ColdRunner:
         )
         artifacts = pdd / "artifacts"
         artifact_dir = artifacts / request.ident
-        # ansible-runner rotates by listing artifacts/ and rmtree-ing the oldest entries; the
-        # `latest` symlink among them would crash it, so it is taken out until the run ends.
-        _remove_latest(artifacts)
-        artifact_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         output_path = artifact_dir / RUNNER_OUTPUT_FILE
         command = build_command(self.executable, request, env)
         emit(
@@ -241,66 +237,16 @@ class ColdRunner:
                             exc_info=True,
                         )
 
-        loop = asyncio.get_running_loop()
-        timed_out = False
-        with open(output_path, "wb") as output:
-            try:
-                proc = await asyncio.create_subprocess_exec(
-                    *command,
-                    stdin=subprocess.DEVNULL,
-                    stdout=output,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,
-                )
-            except FileNotFoundError as err:
-                raise AnsibleRunnerNotFound(f"cannot start {self.executable}: {err}") from err
-            except OSError as err:
-                raise RunnerError(f"cannot start {self.executable}: {err}") from err
-            except asyncio.CancelledError:
-                proctree.kill_run_now(None, marker)  # in case the child was already forked
-                raise
-        started = loop.time()
-        deadline = None if request.timeout is None else started + request.timeout
-        pgid = proc.pid  # start_new_session: the child leads its own group
         try:
-            waiter = asyncio.ensure_future(proc.wait())
-            try:
-                while not waiter.done():
-                    timeout = self.poll_interval
-                    if deadline is not None:
-                        timeout = max(0.0, min(timeout, deadline - loop.time()))
-                    await asyncio.wait({waiter}, timeout=timeout)
-                    deliver()
-                    if not waiter.done() and deadline is not None and loop.time() >= deadline:
-                        timed_out = True
-                        emit(
-                            log,
-                            logging.ERROR,
-                            "Ansible run timed out, killing its processes",
-                            {"job": request.ident, "timeout": request.timeout},
-                        )
-                        if not await proctree.terminate_run(pgid, marker, grace=self.kill_grace):
-                            emit(
-                                log,
-                                logging.ERROR,
-                                "Processes of a timed-out Ansible run survived SIGKILL",
-                                {"job": request.ident},
-                            )
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(asyncio.shield(waiter), self.kill_grace + 5)
-                        break
-            finally:
-                if not waiter.done():
-                    waiter.cancel()
-        except asyncio.CancelledError:
-            # Shutting down, or the caller gave up: the run must not outlive the request.
-            await _kill_on_cancel(pgid, marker, self.kill_grace, proc)
+            # ansible-runner rotates by listing artifacts/ and rmtree-ing the oldest entries;
+            # the `latest` symlink among them would crash it, so it is out until the run ends.
+            _remove_latest(artifacts)
+            artifact_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            proc = await self._spawn(command, env, output_path, marker)
+            timed_out, duration = await self._supervise(proc, request, marker, deliver, log)
+        finally:
             _point_latest(artifacts, request.ident)
-            raise
-        duration = loop.time() - started
         deliver(final=True)
-        _point_latest(artifacts, request.ident)
 
         rc = proc.returncode
         stdout_path = artifact_dir / "stdout"
@@ -330,11 +276,84 @@ class ColdRunner:
             duration=duration,
         )
 
+    async def _spawn(
+        self, command: list[str], env: dict[str, str], output_path: Path, marker: str
+    ) -> asyncio.subprocess.Process:
+        """Start ansible-runner in a session of its own, its output going to `output_path`."""
+        with open(output_path, "wb") as output:
+            try:
+                return await asyncio.create_subprocess_exec(
+                    *command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                )
+            except FileNotFoundError as err:
+                raise AnsibleRunnerNotFound(f"cannot start {self.executable}: {err}") from err
+            except OSError as err:
+                raise RunnerError(f"cannot start {self.executable}: {err}") from err
+            except BaseException:
+                proctree.kill_run_now(None, marker)  # in case the child was already forked
+                raise
 
-async def _kill_on_cancel(
+    async def _supervise(
+        self,
+        proc: asyncio.subprocess.Process,
+        request: RunRequest,
+        marker: str,
+        deliver: Callable[[], None],
+        log: Logger,
+    ) -> tuple[bool, float]:
+        """Deliver events until the process ends or times out; returns (timed_out, duration).
+
+        On a timeout, and on any exception here (cancellation first of all), every process of
+        the run is killed before returning or raising.
+        """
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        deadline = None if request.timeout is None else started + request.timeout
+        pgid = proc.pid  # start_new_session: the child leads its own group
+        waiter = asyncio.ensure_future(proc.wait())
+        try:
+            while not waiter.done():
+                timeout = self.poll_interval
+                if deadline is not None:
+                    timeout = max(0.0, min(timeout, deadline - loop.time()))
+                await asyncio.wait({waiter}, timeout=timeout)
+                deliver()
+                if not waiter.done() and deadline is not None and loop.time() >= deadline:
+                    emit(
+                        log,
+                        logging.ERROR,
+                        "Ansible run timed out, killing its processes",
+                        {"job": request.ident, "timeout": request.timeout},
+                    )
+                    if not await proctree.terminate_run(pgid, marker, grace=self.kill_grace):
+                        emit(
+                            log,
+                            logging.ERROR,
+                            "Processes of a timed-out Ansible run survived SIGKILL",
+                            {"job": request.ident},
+                        )
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(waiter), self.kill_grace + 5)
+                    return True, loop.time() - started
+            return False, loop.time() - started
+        except BaseException:
+            # Shutting down, or the caller gave up: the run must not outlive the request.
+            await _kill_after_abort(pgid, marker, self.kill_grace, proc)
+            raise
+        finally:
+            if not waiter.done():
+                waiter.cancel()
+
+
+async def _kill_after_abort(
     pgid: int, marker: str, grace: float, proc: asyncio.subprocess.Process
 ) -> None:
-    """Kill the run after a cancellation; a second cancellation only skips the grace period."""
+    """Kill the run after an abort; a second cancellation only skips the grace period."""
     with contextlib.suppress(asyncio.CancelledError):  # then terminate_run SIGKILLed it all
         await proctree.terminate_run(pgid, marker, grace=grace)
     with contextlib.suppress(asyncio.CancelledError, TimeoutError):
