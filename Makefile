@@ -39,7 +39,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
-	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+	$(BIN)/pytest tests/unit tests/runner $(PYTEST_ARGS)
 
 e2e: $(STAMP)
 	$(OPERATOR) dev-cluster build

@@ -1,0 +1,267 @@
+"""The runtime against the real cluster: status, failures, triggers, requeue, finalizers,
+timeouts, crashes, selectors, namespaces and the safety of spec strings."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from kubernetes.client.rest import ApiException
+
+from .conftest import (
+    GROUP,
+    VERSION,
+    condition,
+    config_map_data,
+    new_cr,
+    settle,
+    wait_condition,
+)
+from .waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+def create(crs, namespace, kind, name, spec, labels=None):
+    return crs.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, kind.lower() + "s", new_cr(kind, name, spec, labels)
+    )
+
+
+def patch_spec(crs, namespace, kind, name, spec):
+    return crs.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, kind.lower() + "s", name, {"spec": spec}
+    )
+
+
+def runs(core, namespace, name):
+    data = config_map_data(core, namespace, f"{name}-runs")
+    return int(data["runs"]) if data else 0
+
+
+def events_for(core, namespace, name):
+    return [
+        e for e in core.list_namespaced_event(namespace).items if e.involved_object.name == name
+    ]
+
+
+def test_a_cr_reaches_successful_with_the_ansible_result(operator, crs, core, namespace):
+    operator.write_watches([{"kind": "Greeting", "role": "greeting"}])
+    operator.start()
+    create(crs, namespace, "Greeting", "hi", {"who": "world", "favouriteColour": "teal"})
+
+    obj = wait_condition(crs, namespace, "Greeting", "hi", "Successful")
+    assert condition(obj, "Successful")["reason"] == "Successful"
+    assert condition(obj, "Successful")["observedGeneration"] == 1
+    assert condition(obj, "Failure")["status"] == "False"
+    running = condition(obj, "Running")
+    assert running["status"] == "True" and running["reason"] == "Successful"
+    assert running["message"] == "Awaiting next reconciliation"
+    result = running["ansibleResult"]
+    assert (result["ok"], result["changed"], result["failures"]) == (2, 1, 0)
+    assert result["completion"].endswith("+00:00")
+    # The spec arrives snake_cased, as upstream.
+    data = config_map_data(core, namespace, "hi-greeting")
+    assert data == {"greeting": "Hello, world", "camel_case_field": "teal"}
+
+
+def test_a_failing_task_gives_failure_an_event_and_recovers(operator, crs, core, namespace):
+    operator.write_watches([{"kind": "Flaky", "role": "flaky"}])
+    operator.start()
+    create(crs, namespace, "Flaky", "f", {"broken": True})
+
+    obj = wait_condition(crs, namespace, "Flaky", "f", "Failure")
+    failure = condition(obj, "Failure")
+    assert failure["reason"] == "Failed"
+    assert failure["message"] == "spec.broken is true, refusing"
+    assert condition(obj, "Successful")["status"] == "False"
+    warning = wait_until(
+        lambda: [e for e in events_for(core, namespace, "f") if e.type == "Warning"],
+        what="a Warning Event on the CR",
+    )[0]
+    assert warning.reason == "ReconcileFailed"
+    assert "Check the spec" in warning.message and "refusing" in warning.message
+
+    patch_spec(crs, namespace, "Flaky", "f", {"broken": False})
+    obj = wait_condition(crs, namespace, "Flaky", "f", "Successful")
+    assert condition(obj, "Failure")["status"] == "False"
+    assert condition(obj, "Successful")["observedGeneration"] == 2
+    normal = wait_until(
+        lambda: [e for e in events_for(core, namespace, "f") if e.type == "Normal"],
+        what="a Normal Event after recovery",
+    )[0]
+    assert normal.reason == "ReconcileSucceeded"
+
+
+def test_spec_changes_rerun_the_role_status_changes_do_not(operator, crs, core, namespace):
+    operator.write_watches([{"kind": "Counter", "role": "counter"}])
+    operator.start()
+    create(crs, namespace, "Counter", "c", {"size": 1})
+    wait_condition(crs, namespace, "Counter", "c", "Successful")
+    assert runs(core, namespace, "c") == 1
+
+    crs.patch_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, "counters", "c", {"status": {"note": "written by a user"}}
+    )
+    crs.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, "counters", "c", {"metadata": {"labels": {"x": "y"}}}
+    )
+    settle()
+    assert runs(core, namespace, "c") == 1, "status-only and label-only changes must not re-run"
+    obj = crs.get_namespaced_custom_object(GROUP, VERSION, namespace, "counters", "c")
+    assert obj["status"]["note"] == "written by a user", "user status keys are preserved"
+
+    patch_spec(crs, namespace, "Counter", "c", {"size": 2})
+    wait_until(lambda: runs(core, namespace, "c") == 2, what="a re-run after the spec change")
+    obj = wait_condition(crs, namespace, "Counter", "c", "Successful")
+    wait_until(
+        lambda: (
+            condition(
+                crs.get_namespaced_custom_object(GROUP, VERSION, namespace, "counters", "c"),
+                "Successful",
+            )["observedGeneration"]
+            == 2
+        ),
+        what="Successful for generation 2",
+    )
+
+
+def test_requeue_after_reruns_until_done_without_cutting_runs_short(operator, crs, core, namespace):
+    operator.write_watches([{"kind": "Requeuer", "role": "requeuer"}])
+    operator.start()
+    create(crs, namespace, "Requeuer", "r", {"target": 3})
+    wait_until(lambda: runs(core, namespace, "r") == 3, what="three runs")
+    wait_condition(crs, namespace, "Requeuer", "r", "Successful")
+    settle(5)
+    assert runs(core, namespace, "r") == 3, "no re-run once requeue_after is no longer asked"
+
+
+def test_the_finalizer_role_runs_on_delete_then_the_cr_is_gone(operator, crs, core, namespace):
+    operator.write_watches(
+        [
+            {
+                "kind": "Finalized",
+                "role": "finalized",
+                "finalizer": {
+                    "name": "test.example.com/cleanup",
+                    "role": str(operator_role("finalizer_cleanup")),
+                },
+            }
+        ]
+    )
+    operator.start()
+    create(crs, namespace, "Finalized", "fin", {})
+    obj = wait_condition(crs, namespace, "Finalized", "fin", "Successful")
+    assert obj["metadata"]["finalizers"] == ["test.example.com/cleanup"]
+
+    crs.delete_namespaced_custom_object(GROUP, VERSION, namespace, "finalizeds", "fin")
+
+    def gone():
+        try:
+            crs.get_namespaced_custom_object(GROUP, VERSION, namespace, "finalizeds", "fin")
+        except ApiException as err:
+            return err.status == 404
+        return False
+
+    wait_until(gone, what="the CR to be deleted")
+    assert config_map_data(core, namespace, "fin-finalized") == {"finalized": "yes"}
+
+
+def operator_role(name):
+    from .conftest import ROLES
+
+    return ROLES / name
+
+
+def ansible_processes_for(path_part):
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if path_part in line and "ps -eo" not in line]
+
+
+def test_a_run_past_its_timeout_fails_saying_so_and_leaves_no_process(
+    operator, crs, core, namespace
+):
+    operator.write_watches([{"kind": "Sleeper", "role": "sleeper", "runTimeout": "4s"}])
+    operator.start()
+    create(crs, namespace, "Sleeper", "zz", {"seconds": 300})
+    obj = wait_condition(crs, namespace, "Sleeper", "zz", "Failure")
+    failure = condition(obj, "Failure")
+    assert failure["reason"] == "Timeout"
+    assert "timed out after 4s" in failure["message"]
+    assert config_map_data(core, namespace, "zz-slept") is None
+    # The runner's input dir names the CR: no process may still run from it.
+    marker = f"/Sleeper/{namespace}/zz"
+    wait_until(
+        lambda: not ansible_processes_for(marker), what="no ansible process left", timeout=30
+    )
+    assert not [p for p in ansible_processes_for("sleep 300")]
+
+
+def test_killing_the_operator_mid_run_ends_in_a_correct_status(operator, crs, core, namespace):
+    operator.write_watches([{"kind": "Sleeper", "role": "sleeper"}])
+    operator.start()
+    create(crs, namespace, "Sleeper", "nap", {"seconds": 6})
+    wait_condition(crs, namespace, "Sleeper", "nap", "Running", reason="Running")
+    operator.kill()
+    obj = crs.get_namespaced_custom_object(GROUP, VERSION, namespace, "sleepers", "nap")
+    assert condition(obj, "Running")["reason"] == "Running", "killed while Running"
+
+    operator.start()
+    obj = wait_condition(crs, namespace, "Sleeper", "nap", "Successful")
+    running = condition(obj, "Running")
+    assert running["reason"] == "Successful", "must not stay Running after a restart"
+
+
+def test_a_selector_limits_which_crs_are_reconciled(operator, crs, core, namespace):
+    operator.write_watches(
+        [
+            {
+                "kind": "Greeting",
+                "role": "greeting",
+                "selector": {
+                    "matchExpressions": [{"key": "team", "operator": "In", "values": ["a", "b"]}]
+                },
+            }
+        ]
+    )
+    operator.start()
+    create(crs, namespace, "Greeting", "ignored", {"who": "nobody"}, labels={"team": "c"})
+    create(crs, namespace, "Greeting", "picked", {"who": "team a"}, labels={"team": "a"})
+    wait_condition(crs, namespace, "Greeting", "picked", "Successful")
+    settle(5)
+    obj = crs.get_namespaced_custom_object(GROUP, VERSION, namespace, "greetings", "ignored")
+    assert "status" not in obj
+    assert config_map_data(core, namespace, "ignored-greeting") is None
+
+
+def test_watch_namespace_limits_the_namespaces(operator, crs, core, namespace, cluster):
+    other = f"{namespace}-other"
+    core.create_namespace({"metadata": {"name": other}})
+    try:
+        operator.write_watches([{"kind": "Greeting", "role": "greeting"}])
+        operator.start()
+        create(crs, other, "Greeting", "elsewhere", {"who": "x"})
+        create(crs, namespace, "Greeting", "here", {"who": "y"})
+        wait_condition(crs, namespace, "Greeting", "here", "Successful")
+        settle(5)
+        obj = crs.get_namespaced_custom_object(GROUP, VERSION, other, "greetings", "elsewhere")
+        assert "status" not in obj
+    finally:
+        core.delete_namespace(other)
+
+
+def test_a_jinja_expression_in_the_spec_reaches_the_role_as_text(operator, crs, core, namespace):
+    operator.write_watches([{"kind": "Echo", "role": "echo"}])
+    operator.start()
+    message = "{{ lookup('env', 'HOME') }} and {{ 6 * 7 }}"
+    create(crs, namespace, "Echo", "e", {"message": message})
+    wait_condition(crs, namespace, "Echo", "e", "Successful")
+    assert config_map_data(core, namespace, "e-echo") == {"message": message}
+
+
+def test_mark_unsafe_false_lets_the_spec_be_templated_as_upstream(operator, crs, core, namespace):
+    operator.write_watches([{"kind": "Echo", "role": "echo", "markUnsafe": False}])
+    operator.start()
+    create(crs, namespace, "Echo", "t", {"message": "{{ 6 * 7 }}"})
+    wait_condition(crs, namespace, "Echo", "t", "Successful")
+    assert config_map_data(core, namespace, "t-echo") == {"message": "42"}
