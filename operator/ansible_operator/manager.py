@@ -23,12 +23,13 @@ import kopf
 
 from . import __version__, logs
 from .controller import Controller
-from .kube.client import KubeClient, ResourceInfo
+from .kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
 from .kube.config import ConfigError, Credentials
 from .kube.config import load as load_credentials
 from .reconciler import Reconciler
 from .runner import ColdRunner, RunnerError
 from .settings import RunSettings, parse_run_args
+from .user_metrics import UserMetrics, UserMetricsServer, UserMetricsServerError
 from .watches import Watch, WatchesError, load_watches
 
 log = logging.getLogger("cmd")
@@ -117,6 +118,8 @@ class Operator:
         settings = kopf.OperatorSettings()
         settings.posting.enabled = False  # our Events are posted by the reconciler
         settings.networking.request_timeout = 60
+        # Keep retrying through an API server outage of up to an hour instead of giving up.
+        settings.networking.error_backoffs = (1, 1, 2, 3, 5, 8, 13, 21) + (30,) * 120
         settings.watching.server_timeout = 300
         return settings
 
@@ -126,17 +129,12 @@ class Operator:
             log.info("Watching namespaces", extra={"namespaces": list(namespaces)})
         else:
             log.info("Watching all namespaces")
+        # As upstream, every replica serves the user metrics endpoint, leader or not.
+        metrics_server = UserMetricsServer(UserMetrics())
+        await metrics_server.start()
+        await self._wait_for_api_server(stop)
         workers = [asyncio.create_task(c.run()) for c in self.controllers]
-        kopf_task = asyncio.create_task(
-            kopf.operator(
-                registry=self.registry,
-                settings=self.kopf_settings(),
-                standalone=True,
-                clusterwide=not namespaces,
-                namespaces=list(namespaces),
-                stop_flag=stop,
-            )
-        )
+        kopf_task = asyncio.create_task(self._watch(stop))
         try:
             done, _ = await asyncio.wait([kopf_task, *workers], return_when=asyncio.FIRST_COMPLETED)
             for task in done:
@@ -148,7 +146,44 @@ class Operator:
             for task in [*workers, kopf_task]:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await metrics_server.stop()
             await self.client.close()
+
+    async def _wait_for_api_server(self, stop: asyncio.Event) -> None:
+        """Start only once the API server answers; an outage at start is waited out."""
+        delay = 1.0
+        while not stop.is_set():
+            try:
+                await self.client.get("/version")
+                return
+            except (ApiError, Unreachable) as err:
+                log.error(
+                    "API server not reachable, waiting",
+                    extra={"error": str(err), "retry_in": delay},
+                )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+            delay = min(delay * 2, 30.0)
+
+    async def _watch(self, stop: asyncio.Event) -> None:
+        """kopf's watches; restarted if they ever give up (a very long API outage, say)."""
+        namespaces = self.settings.watch_namespaces
+        while not stop.is_set():
+            try:
+                await kopf.operator(
+                    registry=self.registry,
+                    settings=self.kopf_settings(),
+                    standalone=True,
+                    clusterwide=not namespaces,
+                    namespaces=list(namespaces),
+                    stop_flag=stop,
+                )
+            except Exception:
+                log.exception("The watches stopped; restarting them")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 5)
+            else:
+                return
 
 
 def _connection_info(creds: Credentials) -> kopf.ConnectionInfo:
@@ -195,7 +230,11 @@ def main(argv: Sequence[str]) -> int:
     except (StartupError, RunnerError) as err:
         print(f"ansible-operator run: {err}", file=sys.stderr)
         return 1
-    return asyncio.run(_serve(operator))
+    try:
+        return asyncio.run(_serve(operator))
+    except UserMetricsServerError as err:
+        print(f"ansible-operator run: {err}", file=sys.stderr)
+        return 1
 
 
 async def _serve(operator: Operator) -> int:
