@@ -29,6 +29,13 @@ class Cluster:
 
         return config.new_client_from_config(config_file=str(self.kubeconfig))
 
+    def component_pid(self, name: str) -> int:
+        """The pid of one control-plane process, for tests that disturb it on purpose."""
+        import json
+
+        state = json.loads((self.kubeconfig.parent / "state.json").read_text())
+        return int(state["components"][name]["pid"])
+
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:

@@ -6,14 +6,26 @@
 from __future__ import annotations
 
 import argparse
+import platform
 import sys
 
 from . import __version__
 from .devcluster import command as devcluster_command
 
 
+_GOARCH = {"x86_64": "amd64", "aarch64": "arm64"}
+
+
 def _version(_: argparse.Namespace) -> int:
-    print(f'ansible-operator version: "v{__version__}", python version: "{sys.version.split()[0]}"')
+    """Upstream's line, with the Python version where upstream names Go's."""
+    from .devcluster.binaries import KUBERNETES_VERSION
+
+    print(
+        f'ansible-operator version: "v{__version__}", commit: "unknown", '
+        f'kubernetes version: "{KUBERNETES_VERSION}", '
+        f'python version: "{platform.python_version()}", '
+        f'GOOS: "{platform.system().lower()}", GOARCH: "{_GOARCH.get(platform.machine(), platform.machine())}"'
+    )
     return 0
 
 

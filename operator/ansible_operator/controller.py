@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import predicates
+from . import logs, predicates
 from .backoff import ItemBackoff
 from .watches import Watch
 from .workqueue import ShutDown, WorkQueue
@@ -111,6 +111,10 @@ class Controller:
                 self.queue.done(key)
 
     async def _process(self, key: Key) -> None:
+        with logs.object_context(self.watch.gvk.kind, *key):
+            await self._reconcile_and_schedule(key)
+
+    async def _reconcile_and_schedule(self, key: Key) -> None:
         try:
             result = await self._reconcile(key)
         except asyncio.CancelledError:

@@ -3,6 +3,8 @@ timeouts, crashes, selectors, namespaces and the safety of spec strings."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 
 import pytest
@@ -265,3 +267,41 @@ def test_mark_unsafe_false_lets_the_spec_be_templated_as_upstream(operator, crs,
     create(crs, namespace, "Echo", "t", {"message": "{{ 6 * 7 }}"})
     wait_condition(crs, namespace, "Echo", "t", "Successful")
     assert config_map_data(core, namespace, "t-echo") == {"message": "42"}
+
+
+def test_a_bad_annotation_is_reported_in_status_not_a_crash(operator, crs, core, namespace):
+    operator.write_watches([{"kind": "Greeting", "role": "greeting"}])
+    operator.start()
+    cr = new_cr("Greeting", "bad", {"who": "x"})
+    cr["metadata"]["annotations"] = {
+        "ansible.sdk.operatorframework.io/reconcile-period": "every so often"
+    }
+    crs.create_namespaced_custom_object(GROUP, VERSION, namespace, "greetings", cr)
+    obj = wait_condition(crs, namespace, "Greeting", "bad", "Failure")
+    assert condition(obj, "Failure")["message"] == (
+        'Unable to parse reconcile period annotation: time: invalid duration "every so often"'
+    )
+    create(crs, namespace, "Greeting", "good", {"who": "y"})
+    wait_condition(crs, namespace, "Greeting", "good", "Successful")
+    assert operator.proc.poll() is None, "the operator must keep running"
+
+
+def test_an_api_server_outage_mid_run_loses_no_reconcile(operator, crs, core, namespace, cluster):
+    api_server = cluster.component_pid("kube-apiserver")
+    operator.write_watches([{"kind": "Sleeper", "role": "sleeper"}])
+    operator.start()
+    create(crs, namespace, "Sleeper", "outage", {"seconds": 3})
+    wait_condition(crs, namespace, "Sleeper", "outage", "Running", reason="Running")
+    os.kill(api_server, signal.SIGSTOP)
+    try:
+        settle(15)
+    finally:
+        os.kill(api_server, signal.SIGCONT)
+    wait_condition(crs, namespace, "Sleeper", "outage", "Successful", timeout=300)
+    # The watch came back too: a spec change made after the outage is acted on.
+    patch_spec(crs, namespace, "Sleeper", "outage", {"seconds": 1})
+    wait_until(
+        lambda: (config_map_data(core, namespace, "outage-slept") or {}).get("slept") == "1",
+        what="a reconcile of the spec changed after the outage",
+        timeout=300,
+    )
