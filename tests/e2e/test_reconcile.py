@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 from kubernetes.client.rest import ApiException
@@ -152,6 +153,7 @@ def test_the_finalizer_role_runs_on_delete_then_the_cr_is_gone(operator, crs, co
         ]
     )
     operator.start()
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "fin-deleteme"}})
     create(crs, namespace, "Finalized", "fin", {})
     obj = wait_condition(crs, namespace, "Finalized", "fin", "Successful")
     assert obj["metadata"]["finalizers"] == ["test.example.com/cleanup"]
@@ -166,7 +168,10 @@ def test_the_finalizer_role_runs_on_delete_then_the_cr_is_gone(operator, crs, co
         return False
 
     wait_until(gone, what="the CR to be deleted")
-    assert config_map_data(core, namespace, "fin-finalized") == {"finalized": "yes"}
+    assert config_map_data(core, namespace, "fin-deleteme") is None, "the finalizer ran"
+    # Its runner input dir and artifacts go with it.
+    input_dir = Path("/tmp/ansible-operator/runner", GROUP, VERSION, "Finalized", namespace, "fin")
+    wait_until(lambda: not input_dir.exists(), what=f"{input_dir} to be removed", timeout=60)
 
 
 def operator_role(name):
