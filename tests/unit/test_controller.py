@@ -1,0 +1,133 @@
+"""The controller turns reconcile outcomes into the next run of each key, and filters events."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ansible_operator.controller import Controller, ReconcileError, Result
+from ansible_operator.watches import GVK, Watch
+
+WATCH = Watch(gvk=GVK("test.example.com", "v1", "Thing"), role="/roles/thing")
+
+
+def obj(name="a", generation=1, labels=None, status=None, annotations=None):
+    meta = {"name": name, "namespace": "ns", "generation": generation}
+    if labels:
+        meta["labels"] = labels
+    if annotations:
+        meta["annotations"] = annotations
+    body = {"apiVersion": "test.example.com/v1", "kind": "Thing", "metadata": meta}
+    if status is not None:
+        body["status"] = status
+    return body
+
+
+def run_one(controller, key=("ns", "a")):
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        controller.queue.add(key)
+        got = await controller.queue.get()
+        await controller._process(got)
+        controller.queue.done(got)
+        when = controller.queue.scheduled(key)
+        return None if when is None else when - loop.time()
+
+    return asyncio.run(scenario())
+
+
+def test_success_schedules_the_requested_requeue():
+    async def reconcile(key):
+        return Result(requeue_after=30)
+
+    delay = run_one(Controller(WATCH, reconcile, workers=1))
+    assert 29 < delay <= 30
+
+
+def test_success_without_requeue_leaves_no_timer():
+    async def reconcile(key):
+        return Result()
+
+    assert run_one(Controller(WATCH, reconcile, workers=1)) is None
+
+
+def test_failures_back_off_exponentially_and_success_resets():
+    outcomes = iter([ReconcileError("x"), ReconcileError("x"), ReconcileError("x"), None])
+
+    async def reconcile(key):
+        outcome = next(outcomes)
+        if outcome is not None:
+            raise outcome
+        return Result(requeue_after=100)
+
+    controller = Controller(WATCH, reconcile, workers=1)
+    delays = [run_one(controller) for _ in range(4)]
+    assert 0.4 < delays[0] <= 0.5
+    assert 0.9 < delays[1] <= 1.0
+    assert 1.9 < delays[2] <= 2.0
+    assert 99 < delays[3] <= 100
+
+
+def test_a_crash_in_the_reconciler_is_retried_like_a_failure():
+    async def reconcile(key):
+        raise RuntimeError("bug")
+
+    assert 0.4 < run_one(Controller(WATCH, reconcile, workers=1)) <= 0.5
+
+
+def test_events_enqueue_on_create_and_spec_change_only():
+    async def reconcile(key):
+        return Result()
+
+    async def scenario():
+        c = Controller(WATCH, reconcile, workers=1)
+        c.handle_event(None, obj())  # the initial listing
+        assert len(c.queue) == 1
+        await c.queue.get()
+        c.queue.done(("ns", "a"))
+        c.handle_event("MODIFIED", obj(status={"phase": "x"}))
+        c.handle_event("MODIFIED", obj(labels={"a": "b"}))
+        assert len(c.queue) == 0, "status and label changes do not reconcile"
+        c.handle_event("MODIFIED", obj(generation=2))
+        assert len(c.queue) == 1
+
+    asyncio.run(scenario())
+
+
+def test_a_delete_event_drops_the_timer_and_reconciles_once_more():
+    async def reconcile(key):
+        return Result()
+
+    async def scenario():
+        c = Controller(WATCH, reconcile, workers=1)
+        c.handle_event(None, obj())
+        c.queue.schedule(("ns", "a"), 100)
+        c.handle_event("DELETED", obj())
+        assert c.queue.scheduled(("ns", "a")) is None
+        assert len(c.queue) == 1
+
+    asyncio.run(scenario())
+
+
+def test_the_worker_count_bounds_concurrency():
+    running, peak = 0, 0
+
+    async def reconcile(key):
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+        return Result()
+
+    async def scenario():
+        c = Controller(WATCH, reconcile, workers=3)
+        for i in range(10):
+            c.queue.add(("ns", f"o{i}"))
+        task = asyncio.create_task(c.run())
+        while len(c.queue) or running:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(scenario())
+    assert peak == 3
