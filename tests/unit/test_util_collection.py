@@ -248,3 +248,47 @@ def test_osdk_metric_documents_exactly_its_argument_spec():
     assert set(options) == set(metric.ARGUMENT_SPEC)
     for kind in metric.TYPES:
         assert set(options[kind]["suboptions"]) == set(metric.ARGUMENT_SPEC[kind]["options"])
+
+
+ARGSPEC_SCRIPT = """
+import json, sys
+from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
+_AnsibleCollectionFinder(paths=[sys.argv[1]])._install()
+import importlib
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+out = {"auth": sorted(AUTH_ARG_SPEC)}
+for name in sys.argv[2:]:
+    package = "ansible_collections.operator_sdk.util.plugins.modules."
+    module = importlib.import_module(package + name)
+    out[name] = module.argument_spec()
+print(json.dumps(out))
+"""
+
+
+def test_the_kubernetes_modules_document_exactly_their_argument_specs():
+    import json
+    import subprocess
+
+    collections = str(COLLECTION.parents[2])
+    names = ["k8s_status", "k8s_event"]
+    out = subprocess.run(
+        [sys.executable, "-c", ARGSPEC_SCRIPT, collections, *names],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    specs = json.loads(out)
+    for name in names:
+        spec = {k: v for k, v in specs[name].items() if k not in specs["auth"]}
+        documented = module_docs(name)["DOCUMENTATION"]["options"]
+        assert set(spec) == set(documented), name
+        for option, arg in spec.items():
+            doc = documented[option]
+            where = f"{name}.{option}"
+            assert doc.get("type", "str") == arg.get("type", "str"), where
+            assert doc.get("default") == arg.get("default"), where
+            assert bool(doc.get("required")) == bool(arg.get("required")), where
+            assert doc.get("choices") == arg.get("choices"), where
+            assert doc.get("aliases") == arg.get("aliases"), where
+            assert doc.get("elements") == arg.get("elements"), where
+            assert set(doc.get("suboptions", {})) == set(arg.get("options", {})), where
