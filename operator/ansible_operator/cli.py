@@ -9,7 +9,7 @@ import argparse
 import platform
 import sys
 
-from . import __version__
+from . import __version__, generate
 from .devcluster import command as devcluster_command
 
 
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.add_parser("run", help="run the operator (see 'ansible-operator run --help')")
     subparsers.add_parser("version", help="print the version").set_defaults(handler=_version)
     devcluster_command.add_parser(subparsers)
+    generate.add_parser(subparsers)
     return parser
 
 

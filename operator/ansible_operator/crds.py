@@ -1,0 +1,488 @@
+"""CRDs from roles: a role's argument spec becomes the structural OpenAPI schema of its kind's spec.
+
+A role's ``meta/argument_specs.yml`` already says which variables it takes, their types,
+defaults, choices and descriptions; those variables are the CR's spec fields as the operator
+hands them over (camelCase in the CR, snake_case in the role). So the schema is derived, not
+written twice, and the API server refuses a bad CR naming the field. Everything here is pure:
+data in, CRD dict out. What an argument spec cannot say (names, scope, printer columns) is
+taken from an existing CRD when there is one, so hand edits to those survive regeneration.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .paramconv import to_snake
+
+CRD_API_VERSION = "apiextensions.k8s.io/v1"
+PRESERVE = "x-kubernetes-preserve-unknown-fields"
+
+_SCALARS = {
+    "str": "string",
+    "path": "string",
+    "sid": "string",
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean",
+}
+_ANY_TYPES = ("raw", "json", "jsonarg")
+_INT_OR_STRING = ("bytes", "bits")
+_TRUE = ("yes", "on", "1", "true", "y", "t")
+_FALSE = ("no", "off", "0", "false", "n", "f")
+_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+_MARKUP = re.compile(r"\b(RV|[IBCMUVOEPLR])\(([^()]*)\)")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class CrdError(Exception):
+    """An argument spec that cannot become a schema; the message names role and option."""
+
+
+@dataclass(frozen=True)
+class VersionSource:
+    """One served version of a kind and the role entry point that defines its spec."""
+
+    version: str
+    role_name: str
+    spec_path: str  # for messages and the header, as the user would write it
+    entry: Mapping[str, Any]  # the `main` entry point of the argument spec
+    camel_case: bool = True  # the watch's snakeCaseParameters
+    manage_status: bool = True
+
+
+@dataclass
+class Names:
+    """The CRD's names and scope; defaults derived from the kind, or kept from a CRD on disk."""
+
+    kind: str
+    plural: str
+    singular: str
+    scope: str = "Namespaced"
+    short_names: list[str] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
+
+    @classmethod
+    def for_kind(cls, kind: str, plural: str | None = None) -> Names:
+        return cls(kind=kind, plural=plural or default_plural(kind), singular=kind.lower())
+
+
+def default_plural(kind: str) -> str:
+    """Lowercase kind plus "s", as the project's CRDs and tests assume."""
+    return kind.lower() + "s"
+
+
+# --- names: snake_case options, camelCase fields ------------------------------------------------
+
+
+def to_camel(option: str) -> str:
+    """`deployment_name` → `deploymentName`: the CR field upstream converts back to `option`."""
+    head, *rest = option.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def field_name(option: str, *, camel: bool, where: str) -> str:
+    """The CR field for a role option; fails when the operator would not hand it back as is."""
+    if not isinstance(option, str) or not option:
+        raise CrdError(f"{where}: option names must be non-empty strings, got {option!r}")
+    if not camel:
+        return option
+    name = to_camel(option)
+    back = to_snake(name)
+    if back != option:
+        raise CrdError(
+            f"{where}: option {option!r} cannot be a CR field: its camelCase form {name!r} "
+            f"reaches the role as {back!r}; rename the option to {back!r} "
+            "(or set snakeCaseParameters: false on the watch)"
+        )
+    return name
+
+
+def _camel_keys(value: Any, *, camel: bool, where: str) -> Any:
+    """A free-form default as the CR carries it: every mapping key in camelCase."""
+    if isinstance(value, dict):
+        return {
+            field_name(str(k), camel=camel, where=where): _camel_keys(v, camel=camel, where=where)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_camel_keys(v, camel=camel, where=where) for v in value]
+    return value
+
+
+# --- descriptions ---------------------------------------------------------------------------------
+
+
+def _describe(value: Any, *, camel: bool) -> str:
+    """An Ansible description (a string or a list of paragraphs) as plain text for kubectl."""
+    if value is None:
+        return ""
+    parts = value if isinstance(value, list) else [value]
+    text = " ".join(" ".join(str(p).split()) for p in parts if p is not None)
+
+    def plain(match: re.Match[str]) -> str:
+        code, inner = match.group(1), match.group(2)
+        if code in ("L", "R"):
+            text_part, _, target = inner.partition(",")
+            return f"{text_part.strip()} ({target.strip()})" if code == "L" else text_part.strip()
+        if code == "O" and camel:
+            name, eq, val = inner.partition("=")
+            path = ".".join(to_camel(p) if p.islower() else p for p in name.split("."))
+            inner = path + eq + val
+        if code in ("I", "B", "U"):
+            return inner
+        return f"`{inner}`"
+
+    return _MARKUP.sub(plain, text)
+
+
+# --- options → schema -----------------------------------------------------------------------------
+
+
+def _coerce(value: Any, kind: str, where: str) -> Any:
+    """A default or choice converted the way Ansible converts it, or a clear error."""
+    try:
+        if kind in ("str", "path", "sid"):
+            if isinstance(value, dict | list):
+                raise ValueError
+            return value if isinstance(value, str) else str(value)
+        if kind == "int":
+            if isinstance(value, bool):
+                raise ValueError
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            return int(value)
+        if kind == "float":
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            lowered = str(value).lower()
+            if lowered in _TRUE:
+                return True
+            if lowered in _FALSE:
+                return False
+            raise ValueError
+    except (TypeError, ValueError):
+        raise CrdError(f"{where}: {value!r} is not a valid {kind}") from None
+    return value
+
+
+def option_schema(option: Mapping[str, Any], *, camel: bool, where: str) -> dict[str, Any]:
+    """The OpenAPI schema of one option (recursing into `options` of dicts and list elements)."""
+    if not isinstance(option, Mapping):
+        raise CrdError(f"{where}: must be a mapping with type, description, ...")
+    kind = option.get("type", "str")
+    if not isinstance(kind, str):
+        raise CrdError(f"{where}: type must be a name such as str or int, got {kind!r}")
+    schema: dict[str, Any] = {}
+    description = _describe(option.get("description"), camel=camel)
+    if description:
+        schema["description"] = description
+    choices = option.get("choices")
+
+    if kind in _SCALARS:
+        schema["type"] = _SCALARS[kind]
+        if choices is not None:
+            where_choices = f"{where}.choices"
+            schema["enum"] = [_coerce(c, kind, where_choices) for c in _as_list(choices, where)]
+    elif kind in _INT_OR_STRING:
+        schema["x-kubernetes-int-or-string"] = True
+    elif kind in _ANY_TYPES:
+        schema[PRESERVE] = True
+    elif kind == "dict":
+        schema.update(_object_schema(option.get("options"), camel=camel, where=where))
+    elif kind == "list":
+        schema["type"] = "array"
+        elements = option.get("elements")
+        item: dict[str, Any]
+        if elements is None:
+            item = {PRESERVE: True}
+        else:
+            item = option_schema(
+                {"type": elements, "options": option.get("options"), "choices": choices},
+                camel=camel,
+                where=f"{where}.elements",
+            )
+        schema["items"] = item
+    else:
+        raise CrdError(
+            f"{where}: type {kind!r} has no OpenAPI equivalent "
+            "(use str, int, float, bool, list, dict, path, raw, bytes, bits, json)"
+        )
+
+    if "default" in option and option["default"] is not None:
+        schema["default"] = _default(option["default"], option, camel=camel, where=where)
+    return schema
+
+
+def _as_list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise CrdError(f"{where}: choices must be a list")
+    return value
+
+
+def _default(value: Any, option: Mapping[str, Any], *, camel: bool, where: str) -> Any:
+    kind = option.get("type", "str")
+    at = f"{where}.default"
+    if kind in _SCALARS:
+        coerced = _coerce(value, kind, at)
+        choices = option.get("choices")
+        if choices is not None and coerced not in [_coerce(c, kind, at) for c in choices]:
+            raise CrdError(f"{at}: {value!r} is not one of the choices {choices!r}")
+        return coerced
+    if kind == "list":
+        if not isinstance(value, list):
+            raise CrdError(f"{at}: {value!r} is not a list")
+        elements = option.get("elements")
+        if elements in _SCALARS:
+            return [_coerce(v, elements, at) for v in value]
+        return _with_fields(value, option.get("options"), camel=camel, where=at)
+    if kind == "dict":
+        if not isinstance(value, dict):
+            raise CrdError(f"{at}: {value!r} is not a dict")
+        return _with_fields(value, option.get("options"), camel=camel, where=at)
+    return _camel_keys(value, camel=camel, where=at)
+
+
+def _with_fields(value: Any, options: Any, *, camel: bool, where: str) -> Any:
+    """A dict (or list of dicts) default with option names turned into CR field names."""
+    if isinstance(value, list):
+        return [_with_fields(v, options, camel=camel, where=where) for v in value]
+    if not isinstance(value, dict) or not isinstance(options, Mapping):
+        return _camel_keys(value, camel=camel, where=where)
+    result = {}
+    for key, sub in value.items():
+        spec = options.get(key)
+        name = field_name(str(key), camel=camel, where=where)
+        if isinstance(spec, Mapping):
+            result[name] = _default(sub, spec, camel=camel, where=f"{where}.{key}")
+        else:
+            result[name] = _camel_keys(sub, camel=camel, where=where)
+    return result
+
+
+def _object_schema(options: Any, *, camel: bool, where: str) -> dict[str, Any]:
+    """`type: object` with one property per option; free-form when no options are declared."""
+    if options is None:
+        return {"type": "object", PRESERVE: True}
+    if not isinstance(options, Mapping):
+        raise CrdError(f"{where}: options must be a mapping of option names")
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for option, spec in options.items():
+        name = field_name(option, camel=camel, where=where)
+        if name in properties:
+            raise CrdError(f"{where}: options {option!r} and another both become field {name!r}")
+        properties[name] = option_schema(spec, camel=camel, where=f"{where}.options.{option}")
+        if isinstance(spec, Mapping) and spec.get("required"):
+            required.append(name)
+    schema: dict[str, Any] = {"type": "object"}
+    if required:
+        schema["required"] = required
+    schema["properties"] = properties
+    return schema
+
+
+def spec_schema(entry: Mapping[str, Any], *, camel: bool, where: str) -> dict[str, Any]:
+    """The schema of `spec` from an argument spec entry point (`main`)."""
+    if not isinstance(entry, Mapping):
+        raise CrdError(f"{where}: the entry point must be a mapping with options")
+    schema: dict[str, Any] = {}
+    description = _describe(entry.get("short_description") or entry.get("description"), camel=camel)
+    if description:
+        schema["description"] = description
+    schema.update(_object_schema(entry.get("options") or {}, camel=camel, where=where))
+    return schema
+
+
+# --- the CRD --------------------------------------------------------------------------------------
+
+
+def status_columns(manage_status: bool) -> list[dict[str, Any]]:
+    """Printer columns for the conditions the operator writes (none when it writes none)."""
+    columns: list[dict[str, Any]] = []
+    if manage_status:
+        columns += [
+            {
+                "name": "Successful",
+                "type": "string",
+                "description": "Whether the last reconciliation succeeded",
+                "jsonPath": '.status.conditions[?(@.type=="Successful")].status',
+            },
+            {
+                "name": "Reason",
+                "type": "string",
+                "description": "Running, Successful or Failed",
+                "jsonPath": '.status.conditions[?(@.type=="Running")].reason',
+            },
+            {
+                "name": "Message",
+                "type": "string",
+                "priority": 1,
+                "description": "Why the last reconciliation failed",
+                "jsonPath": '.status.conditions[?(@.type=="Failure")].message',
+            },
+        ]
+    columns.append({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"})
+    return columns
+
+
+def spec_columns(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A column per top-level scalar field; those that always have a value are shown by default."""
+    columns = []
+    required = set(spec.get("required", []))
+    for name, schema in (spec.get("properties") or {}).items():
+        if schema.get("type") not in ("string", "integer", "number", "boolean"):
+            continue
+        column: dict[str, Any] = {
+            "name": name[:1].upper() + name[1:],
+            "type": schema["type"],
+            "jsonPath": f".spec.{name}",
+        }
+        if name not in required and "default" not in schema:
+            column["priority"] = 1
+        columns.append(column)
+    return columns
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """Kubernetes' version order as a sort key (GA > beta > alpha, then by number)."""
+    m = _VERSION.match(version)
+    if not m:
+        return (0, 0, 0, version)
+    stage = {"alpha": 1, "beta": 2, None: 3}[m.group(2)]
+    return (stage, int(m.group(1)), int(m.group(3) or 0), "")
+
+
+def build_crd(
+    group: str,
+    names: Names,
+    sources: Sequence[VersionSource],
+    *,
+    existing: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The CRD of one kind with a version per source; `existing` contributes what is hand-owned
+    (names, scope, printer columns) when it describes the same group and kind."""
+    if not sources:
+        raise CrdError(f"{names.kind}.{group}: no version to generate")
+    kept_columns = _existing_columns(existing)
+    storage = max(sources, key=lambda s: version_priority(s.version)).version
+    versions = []
+    for source in sorted(sources, key=lambda s: version_priority(s.version), reverse=True):
+        where = f"{source.spec_path}: argument_specs.main"
+        spec = spec_schema(source.entry, camel=source.camel_case, where=where)
+        root: dict[str, Any] = {
+            "description": f"{names.kind} is reconciled by the role {source.role_name}.",
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"type": "object"},
+                "spec": spec,
+                "status": {"type": "object", PRESERVE: True},
+            },
+        }
+        if spec.get("required"):
+            root["required"] = ["spec"]
+        columns = kept_columns.get(source.version)
+        if columns is None:
+            columns = spec_columns(spec) + status_columns(source.manage_status)
+        versions.append(
+            {
+                "name": source.version,
+                "served": True,
+                "storage": source.version == storage,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": columns,
+                "schema": {"openAPIV3Schema": root},
+            }
+        )
+    crd_names: dict[str, Any] = {
+        "kind": names.kind,
+        "listKind": f"{names.kind}List",
+        "plural": names.plural,
+        "singular": names.singular,
+    }
+    if names.short_names:
+        crd_names["shortNames"] = list(names.short_names)
+    if names.categories:
+        crd_names["categories"] = list(names.categories)
+    return {
+        "apiVersion": CRD_API_VERSION,
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{names.plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": crd_names,
+            "scope": names.scope,
+            "versions": versions,
+        },
+    }
+
+
+def names_from(existing: Mapping[str, Any] | None, kind: str) -> Names:
+    """Names kept from an existing CRD of this kind, else derived from the kind."""
+    names = Names.for_kind(kind)
+    if not existing:
+        return names
+    spec = existing.get("spec") or {}
+    given = spec.get("names") or {}
+    names.plural = str(given.get("plural") or names.plural)
+    names.singular = str(given.get("singular") or names.singular)
+    names.short_names = [str(s) for s in given.get("shortNames") or []]
+    names.categories = [str(c) for c in given.get("categories") or []]
+    if spec.get("scope") in ("Namespaced", "Cluster"):
+        names.scope = spec["scope"]
+    return names
+
+
+def _existing_columns(existing: Mapping[str, Any] | None) -> dict[str, list[dict[str, Any]]]:
+    kept: dict[str, list[dict[str, Any]]] = {}
+    for version in ((existing or {}).get("spec") or {}).get("versions") or []:
+        if isinstance(version, dict) and "additionalPrinterColumns" in version:
+            kept[str(version.get("name"))] = copy.deepcopy(version["additionalPrinterColumns"])
+    return kept
+
+
+def describes(crd: Any, group: str, kind: str) -> bool:
+    """Whether a loaded YAML document is the CRD of group/kind."""
+    if not isinstance(crd, dict) or crd.get("kind") != "CustomResourceDefinition":
+        return False
+    spec = crd.get("spec") or {}
+    return spec.get("group") == group and (spec.get("names") or {}).get("kind") == kind
+
+
+def validate_group(group: str) -> str | None:
+    """Why `group` cannot be a CRD's group, or None."""
+    if not group:
+        return "the core group holds only built-in kinds"
+    if "." not in group:
+        return "a CRD's group must contain a dot (for example cache.example.com)"
+    if len(group) > 253 or not all(_DNS_LABEL.match(p) for p in group.split(".")):
+        return "not a lowercase DNS subdomain"
+    return None
+
+
+def first_difference(a: Any, b: Any, path: str = "") -> str | None:
+    """The path of the first place where two YAML values differ, or None when equal."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in list(a) + [k for k in b if k not in a]:
+            if key not in a or key not in b:
+                return f"{path}.{key}".lstrip(".")
+            found = first_difference(a[key], b[key], f"{path}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            found = first_difference(x, y, f"{path}[{i}]")
+            if found:
+                return found
+        return None if len(a) == len(b) else f"{path}[{min(len(a), len(b))}]".lstrip(".")
+    return None if a == b else (path.lstrip(".") or "(the whole document)")

@@ -1,0 +1,328 @@
+"""``ansible-operator generate crds``: one CRD per watched kind, from its role's argument spec.
+
+The plan is computed first (which kinds, which roles, what each file must contain) and only then
+written, so ``--check`` and the drift test use exactly what a write would produce. Files are
+compared as YAML data, not text: a CRD that says the same thing in another layout is up to date
+and is left as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import crds
+from .watches import GVK, Watch, WatchesError, load_watches, resolve_role
+
+SPEC_FILES = ("meta/argument_specs.yml", "meta/argument_specs.yaml")
+DEFAULT_OUTPUT = Path("config/crd/bases")
+
+
+class GenerateError(Exception):
+    """A problem the user must fix; one line."""
+
+
+@dataclass
+class PlannedCrd:
+    """One CRD file: where it goes, what it must hold, and where that came from."""
+
+    path: Path
+    crd: dict[str, Any]
+    sources: list[str]  # argument spec files, as shown to the user
+    current: Any = None  # what the file holds now (None: missing)
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.current == self.crd
+
+
+@dataclass
+class Plan:
+    crds: list[PlannedCrd] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # one line each: kind and why
+
+
+# --- finding the role and its argument spec ------------------------------------------------
+
+
+def _show(path: Path | str, base: Path) -> str:
+    try:
+        return os.path.relpath(path, base) if os.path.isabs(path) else str(path)
+    except ValueError:
+        return str(path)
+
+
+def load_entry(role_dir: Path) -> tuple[Path, Mapping[str, Any]] | None:
+    """The role's `main` argument spec entry point and its file, or None if it has none."""
+    candidates = [role_dir / name for name in SPEC_FILES]
+    candidates.append(role_dir / "meta/main.yml")
+    for path in candidates:
+        if not path.is_file():
+            continue
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+            raise GenerateError(f"{path}: cannot read: {_one_line(err)}") from None
+        specs = data.get("argument_specs") if isinstance(data, dict) else None
+        if specs is None:
+            if path.name.startswith("argument_specs"):
+                raise GenerateError(f"{path}: no `argument_specs` mapping at the top")
+            continue
+        if not isinstance(specs, dict) or "main" not in specs:
+            raise GenerateError(f"{path}: argument_specs has no `main` entry point")
+        return path, specs["main"] or {}
+    return None
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())
+
+
+def _playbook_roles(playbook: Path) -> list[str]:
+    """Role names a playbook uses (`roles:`, import_role, include_role), in order."""
+    try:
+        plays = yaml.safe_load(playbook.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return []
+    names: list[str] = []
+
+    def from_tasks(tasks: Any) -> None:
+        for task in tasks if isinstance(tasks, list) else []:
+            if not isinstance(task, dict):
+                continue
+            for key, value in task.items():
+                short = str(key).rsplit(".", 1)[-1]
+                if short in ("import_role", "include_role") and isinstance(value, dict):
+                    if isinstance(value.get("name"), str):
+                        names.append(value["name"])
+                elif short == "block" or key in ("rescue", "always"):
+                    from_tasks(value)
+
+    for play in plays if isinstance(plays, list) else []:
+        if not isinstance(play, dict):
+            continue
+        for role in play.get("roles") or []:
+            name = role.get("role") or role.get("name") if isinstance(role, dict) else role
+            if isinstance(name, str):
+                names.append(name)
+        for section in ("pre_tasks", "tasks", "post_tasks"):
+            from_tasks(play.get(section))
+    return names
+
+
+def role_for(watch: Watch, project: Path, environ: Mapping[str, str]) -> tuple[str, Path] | None:
+    """The role that defines a watch's spec: its role, else the role its playbook uses (or the
+    one named like the kind under roles/)."""
+    if watch.role:
+        path = Path(watch.role)
+        return path.name, path
+    candidates: list[str] = []
+    if watch.playbook:
+        candidates += _playbook_roles(Path(watch.playbook))
+    candidates.append(watch.gvk.kind.lower())
+    for name in candidates:
+        found = resolve_role(name, environ=environ, cwd=str(project))
+        if found and any((Path(found) / f).is_file() for f in SPEC_FILES):
+            return Path(found).name, Path(found)
+    for name in candidates:
+        found = resolve_role(name, environ=environ, cwd=str(project))
+        if found:
+            return Path(found).name, Path(found)
+    return None
+
+
+# --- existing CRDs -------------------------------------------------------------------------
+
+
+def existing_crds(output_dir: Path) -> list[tuple[Path, Any]]:
+    """Every YAML document in the output directory, with its file."""
+    found: list[tuple[Path, Any]] = []
+    if not output_dir.is_dir():
+        return found
+    for path in sorted(output_dir.iterdir()):
+        if path.suffix not in (".yaml", ".yml") or not path.is_file():
+            continue
+        try:
+            for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+                if doc is not None:
+                    found.append((path, doc))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+            raise GenerateError(f"{path}: cannot read: {_one_line(err)}") from None
+    return found
+
+
+# --- the plan ------------------------------------------------------------------------------
+
+
+def plan(
+    watches_file: Path,
+    output_dir: Path,
+    *,
+    environ: Mapping[str, str] | None = None,
+    shown_base: Path | None = None,
+) -> Plan:
+    """What `generate crds` writes, without writing anything."""
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    project = watches_file.resolve().parent
+    base = shown_base or Path.cwd()
+    try:
+        watches = load_watches(watches_file, environ=env, cwd=project)
+    except WatchesError as err:
+        raise GenerateError(str(err)) from None
+    on_disk = existing_crds(output_dir)
+
+    by_kind: dict[tuple[str, str], list[tuple[Watch, str, Path, Mapping[str, Any]]]] = {}
+    result = Plan()
+    for watch in watches:
+        gvk = watch.gvk
+        problem = crds.validate_group(gvk.group)
+        if problem:
+            result.skipped.append(f"{_kind(gvk)}: no CRD ({problem})")
+            continue
+        role = role_for(watch, project, env)
+        if role is None:
+            result.skipped.append(f"{_kind(gvk)}: no role found to take the spec from")
+            continue
+        role_name, role_dir = role
+        loaded = load_entry(role_dir)
+        if loaded is None:
+            result.skipped.append(
+                f"{_kind(gvk)}: role {role_name} has no meta/argument_specs.yml (no CRD written)"
+            )
+            continue
+        spec_path, entry = loaded
+        by_kind.setdefault((gvk.group, gvk.kind), []).append((watch, role_name, spec_path, entry))
+
+    for (group, kind), entries in by_kind.items():
+        existing = next((doc for _, doc in on_disk if crds.describes(doc, group, kind)), None)
+        names = crds.names_from(existing, kind)
+        sources = [
+            crds.VersionSource(
+                version=watch.gvk.version,
+                role_name=role_name,
+                spec_path=_show(spec_path, base),
+                entry=entry,
+                camel_case=watch.snake_case_parameters,
+                manage_status=watch.manage_status,
+            )
+            for watch, role_name, spec_path, entry in entries
+        ]
+        try:
+            crd = crds.build_crd(group, names, sources, existing=existing)
+        except crds.CrdError as err:
+            raise GenerateError(str(err)) from None
+        path = output_dir / f"{group}_{names.plural}.yaml"
+        current = next((doc for p, doc in on_disk if p == path), None)
+        result.crds.append(
+            PlannedCrd(path=path, crd=crd, sources=[s.spec_path for s in sources], current=current)
+        )
+    return result
+
+
+def _kind(gvk: GVK) -> str:
+    return f"{gvk.kind}.{gvk.group}/{gvk.version}" if gvk.group else f"{gvk.kind} {gvk.version}"
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style with list items indented under their key, as kubectl and kustomize write."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+def render(planned: PlannedCrd) -> str:
+    """The file's text: a header naming the sources, then the CRD."""
+    sources = ", ".join(planned.sources)
+    header = (
+        f"# Generated by `ansible-operator generate crds` from {sources}.\n"
+        "# Edit the argument spec and generate again; names, scope and printer columns may be\n"
+        "# edited here and are kept.\n"
+    )
+    body = yaml.dump(
+        planned.crd, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=2**16
+    )
+    return header + "---\n" + body
+
+
+def write(planned: PlannedCrd) -> None:
+    planned.path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = planned.path.with_name(planned.path.name + ".tmp")
+    tmp.write_text(render(planned), encoding="utf-8")
+    os.replace(tmp, planned.path)
+
+
+# --- the command ---------------------------------------------------------------------------
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("generate", help="generate files from the project's roles")
+    kinds = parser.add_subparsers(dest="what", required=True)
+    crd_parser = kinds.add_parser(
+        "crds",
+        help="write each watched kind's CRD, its spec schema derived from the role's "
+        "meta/argument_specs.yml",
+    )
+    crd_parser.add_argument(
+        "--watches-file", type=Path, default=Path("watches.yaml"), help="default: ./watches.yaml"
+    )
+    crd_parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=DEFAULT_OUTPUT,
+        help=f"where the CRDs go (default: ./{DEFAULT_OUTPUT})",
+    )
+    crd_parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if any CRD on disk differs from what would be generated",
+    )
+    crd_parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    prog = "ansible-operator generate crds"
+    try:
+        result = plan(args.watches_file, args.output_dir)
+    except GenerateError as err:
+        print(f"{prog}: {err}", file=sys.stderr)
+        return 1
+    stale = [p for p in result.crds if not p.up_to_date]
+    if not args.check:
+        for line in result.skipped:
+            print(f"skipped {line}", file=sys.stderr)
+    else:
+        if stale:
+            print(f"{prog} --check: {summary(stale)}", file=sys.stderr)
+            return 1
+        print(f"{len(result.crds)} CRDs up to date")
+        return 0
+    for planned in result.crds:
+        state = "unchanged"
+        if not planned.up_to_date:
+            write(planned)
+            state = "wrote" if planned.current is not None else "created"
+        print(f"{state} {planned.path} (from {', '.join(planned.sources)})")
+    return 0
+
+
+def summary(stale: list[PlannedCrd]) -> str:
+    """One line naming each out-of-date CRD and its first difference."""
+    parts = []
+    for planned in stale:
+        if planned.current is None:
+            parts.append(f"{planned.path} is missing")
+        else:
+            where = crds.first_difference(planned.current, planned.crd)
+            parts.append(f"{planned.path} differs at {where}")
+    sources = sorted({s for p in stale for s in p.sources})
+    return (
+        f"{len(stale)} CRD(s) out of date with {', '.join(sources)}: {'; '.join(parts)}; "
+        "run 'ansible-operator generate crds'"
+    )
