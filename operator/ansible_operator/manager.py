@@ -23,9 +23,12 @@ import kopf
 
 from . import __version__, logs
 from .controller import Controller
+from .dependents import DependentWatches
 from .kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
 from .kube.config import ConfigError, Credentials
 from .kube.config import load as load_credentials
+from .metrics import EndpointError, Endpoints, OperatorMetrics
+from .proxy import Proxy, ProxyStartError
 from .reconciler import Reconciler
 from .runner import ColdRunner, RunnerError
 from .settings import RunSettings, parse_run_args
@@ -61,6 +64,25 @@ class Operator:
         self.client = KubeClient(creds)
         self.runner = ColdRunner()
         self.registry = kopf.OperatorRegistry()
+        self.metrics = OperatorMetrics()
+        self.user_metrics = UserMetrics()
+        try:
+            self.endpoints = Endpoints(
+                metrics_address=settings.metrics_bind_address,
+                probe_address=settings.health_probe_bind_address,
+                registries=[self.metrics.registry, self.user_metrics.registry],
+            )
+        except ValueError as err:
+            raise StartupError(str(err)) from None
+        # The API proxy the runs talk through, and the watches on what they create.
+        self.dependents = DependentWatches(self.client, watch_namespaces=settings.watch_namespaces)
+        self.proxy = Proxy(
+            creds,
+            client=self.client,
+            port=settings.proxy_port,
+            inject_owner_refs=settings.inject_owner_ref,
+            dependents=self.dependents,
+        )
         self.controllers: list[Controller] = []
         for watch in watches:
             self.controllers.append(self._controller(watch))
@@ -81,7 +103,8 @@ class Operator:
             client=self.client,
             runner=self.runner,
             settings=self.settings,
-            credentials=self.creds,
+            proxy=self.proxy,
+            metrics=self.metrics,
             resource=resource,
         )
         controller = Controller(
@@ -90,6 +113,7 @@ class Operator:
             workers=self.settings.max_concurrent_reconciles_for(gvk),
             on_forget=reconciler.forget,
         )
+        self.dependents.add_owner(watch, controller.enqueue)
         for message in self.settings.env_messages_for(gvk):
             log.info(message, extra={"gvk": str(gvk)})
 
@@ -129,10 +153,20 @@ class Operator:
             log.info("Watching namespaces", extra={"namespaces": list(namespaces)})
         else:
             log.info("Watching all namespaces")
-        # As upstream, every replica serves the user metrics endpoint, leader or not.
-        metrics_server = UserMetricsServer(UserMetrics())
-        await metrics_server.start()
-        await self._wait_for_api_server(stop)
+        async with contextlib.AsyncExitStack() as servers:
+            # As upstream, every replica serves these, leader or not.
+            for server in (UserMetricsServer(self.user_metrics), self.endpoints, self.proxy):
+                await server.start()
+                servers.push_async_callback(server.stop)
+            servers.push_async_callback(self.client.close)
+            await self._wait_for_api_server(stop)
+            if self.settings.inject_owner_ref:
+                await self.dependents.start()
+                servers.push_async_callback(self.dependents.stop)
+            await self._run_controllers(stop)
+
+    async def _run_controllers(self, stop: asyncio.Event) -> None:
+        """The workers and kopf's watches, until a stop or until one of them crashes."""
         workers = [asyncio.create_task(c.run()) for c in self.controllers]
         kopf_task = asyncio.create_task(self._watch(stop))
         try:
@@ -146,8 +180,6 @@ class Operator:
             for task in [*workers, kopf_task]:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-            await metrics_server.stop()
-            await self.client.close()
 
     async def _wait_for_api_server(self, stop: asyncio.Event) -> None:
         """Start only once the API server answers; an outage at start is waited out."""
@@ -232,7 +264,7 @@ def main(argv: Sequence[str]) -> int:
         return 1
     try:
         return asyncio.run(_serve(operator))
-    except UserMetricsServerError as err:
+    except (UserMetricsServerError, ProxyStartError, EndpointError) as err:
         print(f"ansible-operator run: {err}", file=sys.stderr)
         return 1
 

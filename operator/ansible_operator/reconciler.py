@@ -29,7 +29,8 @@ from .controller import Key, ReconcileError, Result
 from .extravars import build_extra_vars
 from .kube import kubeconfig
 from .kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
-from .kube.config import Credentials
+from .metrics import OperatorMetrics
+from .proxy import Proxy
 from .runner import (
     EventLogger,
     LogEventsMode,
@@ -64,8 +65,9 @@ class Reconciler:
         client: KubeClient,
         runner: Runner,
         settings: RunSettings,
-        credentials: Credentials,
+        proxy: Proxy,
         resource: Callable[[], ResourceInfo],
+        metrics: OperatorMetrics | None = None,
         runner_base: Path = DEFAULT_BASE_DIR,
         clock: Callable[[], datetime.datetime] = utc_now,
     ) -> None:
@@ -73,8 +75,9 @@ class Reconciler:
         self.client = client
         self.runner = runner
         self.settings = settings
-        self.credentials = credentials
+        self.proxy = proxy  # runs reach the API through it, with a token of their own
         self._resource = resource
+        self.metrics = metrics
         self.runner_base = runner_base
         self.clock = clock
         try:
@@ -224,8 +227,11 @@ class Reconciler:
         ident = new_ident()
         fd, kubeconfig_path = tempfile.mkstemp(prefix="kubeconfig-")
         os.close(fd)
+        token = self.proxy.register(obj, self.watch)
         try:
-            kubeconfig.write(Path(kubeconfig_path), self.credentials)
+            kubeconfig.write(
+                Path(kubeconfig_path), port=self.proxy.port, token=token, owner_namespace=namespace
+            )
             request = RunRequest(
                 ident=ident,
                 private_data_dir=input_dir_path(
@@ -248,7 +254,10 @@ class Reconciler:
                 verbosity=verbosity,
             )
             result = await self.runner.run(request, on_event=event_logger)
+            if self.metrics is not None:
+                self.metrics.observe_run(str(gvk), result.duration, result.ok)
         finally:
+            self.proxy.unregister(token)
             with contextlib.suppress(OSError):
                 os.unlink(kubeconfig_path)
         log_stats_stdout(

@@ -78,6 +78,11 @@ def test_crds(cluster) -> None:
             wait_until(established, what=f"CRD {kind} established")
 
 
+def _unless_given(args: tuple[str, ...], default: str) -> list[str]:
+    flag = default.split("=", 1)[0]
+    return [] if any(a.startswith(flag) for a in args) else [default]
+
+
 class Operator:
     """``ansible-operator run`` in a subprocess; its log is kept in a file."""
 
@@ -114,6 +119,11 @@ class Operator:
                     "run",
                     "--zap-encoder=console",
                     "--max-concurrent-reconciles=2",
+                    # A free port unless the test picks one: operators of parallel runs coexist.
+                    # Ports of their own, or none, so that operators of tests never collide.
+                    *_unless_given(args, "--proxy-port=0"),
+                    *_unless_given(args, "--metrics-bind-address=0"),
+                    *_unless_given(args, "--health-probe-bind-address=0"),
                     *args,
                 ],
                 cwd=self.workdir,

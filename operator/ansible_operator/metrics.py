@@ -1,0 +1,125 @@
+"""The operator's Prometheus metrics, and the HTTP endpoints that serve them and the probes.
+
+Metric names and labels are upstream's (``ansible_operator_build_info``,
+``ansible_operator_reconcile_result``, ``ansible_operator_reconciles``), with one deliberate
+difference: the reconcile histogram measures the Ansible run itself, not its setup. The metrics
+endpoint serves these together with the user metrics that roles post; the probe endpoint answers
+``/healthz`` and ``/readyz`` as upstream's does. A bind address of ``0`` turns an endpoint off.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from . import __version__
+
+log = logging.getLogger("metrics")
+
+
+class OperatorMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        Gauge(
+            "ansible_operator_build_info",
+            "Build information for the ansible-operator binary",
+            ["commit", "version"],
+            registry=self.registry,
+        ).labels(commit="unknown", version=f"v{__version__}").set(1)
+        # A gauge that only goes up, as upstream's (its type is part of the contract).
+        self._results = Gauge(
+            "ansible_operator_reconcile_result",
+            "Gauge of reconciles and their results.",
+            ["GVK", "result"],
+            registry=self.registry,
+        )
+        self._durations = Histogram(
+            "ansible_operator_reconciles",
+            "How long in seconds a reconcile takes.",
+            ["GVK"],
+            registry=self.registry,
+        )
+
+    def observe_run(self, gvk: str, seconds: float, succeeded: bool) -> None:
+        self._durations.labels(GVK=gvk).observe(seconds)
+        self._results.labels(GVK=gvk, result="succeeded" if succeeded else "failed").inc()
+
+
+def parse_bind_address(address: str) -> tuple[str, int] | None:
+    """``:8443`` (all interfaces), ``host:port`` or ``[v6]:port``; None for ``0`` (off)."""
+    if address in ("0", ""):
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"invalid bind address {address!r}: expected [host]:port or 0")
+    return (host.strip("[]") or "0.0.0.0", int(port))
+
+
+class Endpoints:
+    """The metrics and probe HTTP servers; each runs only if its address is not ``0``."""
+
+    def __init__(
+        self,
+        *,
+        metrics_address: str,
+        probe_address: str,
+        registries: Iterable[CollectorRegistry],
+        ready: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self._metrics_at = parse_bind_address(metrics_address)
+        self._probes_at = parse_bind_address(probe_address)
+        self._registries = list(registries)
+        self._ready = ready
+        self._runners: list[web.AppRunner] = []
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        body = b"".join(generate_latest(r) for r in self._registries)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _readyz(self, _: web.Request) -> web.Response:
+        if self._ready():
+            return web.Response(text="ok")
+        return web.Response(status=503, text="not ready")
+
+    async def start(self) -> None:
+        if self._metrics_at:
+            app = web.Application()
+            app.router.add_get("/metrics", self._metrics)
+            await self._serve(app, self._metrics_at, "metrics")
+        if self._probes_at:
+            app = web.Application()
+            for path in ("/healthz", "/healthz/ping", "/healthz/healthz"):
+                app.router.add_get(path, self._healthz)
+            for path in ("/readyz", "/readyz/readyz"):
+                app.router.add_get(path, self._readyz)
+            await self._serve(app, self._probes_at, "health probes")
+
+    async def _serve(self, app: web.Application, where: tuple[str, int], what: str) -> None:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, where[0], where[1])
+        try:
+            await site.start()
+        except OSError as err:
+            await runner.cleanup()
+            raise EndpointError(
+                f"{what}: cannot listen on {where[0]}:{where[1]}: {err.strerror}"
+            ) from None
+        self._runners.append(runner)
+        log.info(f"Serving {what}", extra={"address": f"{where[0]}:{where[1]}"})
+
+    async def stop(self) -> None:
+        for runner in self._runners:
+            await runner.cleanup()
+        self._runners.clear()
+
+
+class EndpointError(Exception):
+    """An endpoint cannot be served (its port is taken); one line."""

@@ -1,0 +1,46 @@
+"""The operator's HTTP endpoints: health probes and Prometheus metrics."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+
+from ansible_operator.devcluster.processes import free_ports
+
+from .conftest import GROUP, VERSION, new_cr, wait_condition
+from .waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except OSError:
+        return None, ""
+
+
+def test_probes_and_metrics_are_served(operator, crs, namespace):
+    metrics_port, probe_port = free_ports(2)
+    operator.write_watches([{"kind": "Greeting", "role": "greeting"}])
+    operator.start(
+        f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+        f"--health-probe-bind-address=127.0.0.1:{probe_port}",
+    )
+    wait_until(
+        lambda: get(f"http://127.0.0.1:{probe_port}/healthz")[0] == 200, what="/healthz to answer"
+    )
+    assert get(f"http://127.0.0.1:{probe_port}/readyz") == (200, "ok")
+
+    crs.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, "greetings", new_cr("Greeting", "m", {"who": "metrics"})
+    )
+    wait_condition(crs, namespace, "Greeting", "m", "Successful")
+    status, body = get(f"http://127.0.0.1:{metrics_port}/metrics")
+    assert status == 200
+    gvk = f"{GROUP}/{VERSION}, Kind=Greeting"
+    assert f'ansible_operator_reconcile_result{{GVK="{gvk}",result="succeeded"}} 1.0' in body
+    assert f'ansible_operator_reconciles_count{{GVK="{gvk}"}} 1.0' in body
+    assert 'ansible_operator_build_info{commit="unknown"' in body
