@@ -69,6 +69,8 @@ class Controller:
         self._backoff = backoff or ItemBackoff()
         self._seen: dict[Key, dict[str, Any]] = {}
         self._on_forget = on_forget
+        self._tasks: list[asyncio.Task[None]] = []
+        self._busy: set[asyncio.Task[Any]] = set()
 
     def handle_event(self, event_type: str | None, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata", {})
@@ -91,23 +93,38 @@ class Controller:
 
     async def run(self) -> None:
         """Run the workers until cancelled; a cancelled worker cancels its reconcile too."""
-        tasks = [asyncio.create_task(self._worker()) for _ in range(self.workers)]
+        self._tasks = [asyncio.create_task(self._worker()) for _ in range(self.workers)]
         try:
-            await asyncio.gather(*tasks)
+            await asyncio.gather(*self._tasks)
         finally:
             self.queue.shutdown()
-            for task in tasks:
+            for task in self._tasks:
                 task.cancel()
-            for task in tasks:
+            for task in self._tasks:
                 with contextlib.suppress(asyncio.CancelledError, ShutDown):
                     await task
 
+    async def drain(self, timeout: float) -> None:
+        """Take no new work; give running reconciles up to ``timeout`` seconds to finish."""
+        self.queue.shutdown()
+        for task in self._tasks:
+            if task not in self._busy:
+                task.cancel()
+        running = [t for t in self._tasks if not t.done()]
+        if running:
+            log.info("Waiting for running reconciles to finish", extra={"count": len(running)})
+            await asyncio.wait(running, timeout=timeout)
+
     async def _worker(self) -> None:
+        me = asyncio.current_task()
+        assert me is not None
         while True:
             key = await self.queue.get()
+            self._busy.add(me)
             try:
                 await self._process(key)
             finally:
+                self._busy.discard(me)
                 self.queue.done(key)
 
     async def _process(self, key: Key) -> None:

@@ -173,6 +173,8 @@ class Operator:
             done, _ = await asyncio.wait([kopf_task, *workers], return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 task.result()  # a crashed part ends the operator, loudly
+            timeout = self.settings.graceful_shutdown_timeout
+            await asyncio.gather(*(c.drain(timeout) for c in self.controllers))
         finally:
             stop.set()
             for task in [*workers, kopf_task]:

@@ -131,3 +131,26 @@ def test_the_worker_count_bounds_concurrency():
 
     asyncio.run(scenario())
     assert peak == 3
+
+
+def test_drain_lets_a_running_reconcile_finish_and_takes_no_new_work():
+    finished = []
+
+    async def reconcile(key):
+        await asyncio.sleep(0.05)
+        finished.append(key)
+        return Result()
+
+    async def scenario():
+        c = Controller(WATCH, reconcile, workers=2)
+        task = asyncio.create_task(c.run())
+        c.queue.add(("ns", "running"))
+        await asyncio.sleep(0.01)  # the first reconcile is under way
+        await c.drain(timeout=5)
+        c.queue.add(("ns", "too-late"))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(scenario())
+    assert finished == [("ns", "running")]
