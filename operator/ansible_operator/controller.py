@@ -95,7 +95,12 @@ class Controller:
         """Run the workers until cancelled; a cancelled worker cancels its reconcile too."""
         self._tasks = [asyncio.create_task(self._worker()) for _ in range(self.workers)]
         try:
-            await asyncio.gather(*self._tasks)
+            # Not gather(): drain() cancels idle workers, which must not cancel busy ones.
+            await asyncio.wait(self._tasks)
+            for task in self._tasks:
+                error = None if task.cancelled() else task.exception()
+                if error is not None and not isinstance(error, ShutDown):
+                    raise error
         finally:
             self.queue.shutdown()
             for task in self._tasks:
