@@ -111,13 +111,19 @@ def primary_event_passes(
     return False
 
 
+def dependent_view(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What DependentPredicate compares of an object: all of it but `status`,
+    `metadata.resourceVersion` and the `time` of each managedFields entry."""
+    return _without(obj, drop_managed_fields=False)
+
+
 def dependent_update_passes(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Should an update of an owned object re-run its owner's reconcile?
 
     True when the objects differ after removing `status` and `metadata.resourceVersion` and the
     `time` of each managedFields entry (operator-lib's DependentPredicate).
     """
-    return _without(old, drop_managed_fields=False) != _without(new, drop_managed_fields=False)
+    return dependent_view(old) != dependent_view(new)
 
 
 def dependent_event_passes(

@@ -12,6 +12,7 @@ import json
 import os
 import ssl
 import tempfile
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,16 @@ def ssl_context(creds: Credentials) -> ssl.SSLContext | bool:
     return ctx
 
 
+def auth_headers(creds: Credentials) -> dict[str, str]:
+    """The Authorization header for ``creds`` (a client certificate goes in the TLS context)."""
+    token = creds.bearer_token()
+    if token:
+        return {"Authorization": f"Bearer {token}"}
+    if creds.username is not None:
+        return {"Authorization": aiohttp.BasicAuth(creds.username, creds.password or "").encode()}
+    return {}
+
+
 def _decode(raw: bytes) -> Any:
     if not raw:
         return None
@@ -101,14 +112,7 @@ class KubeClient:
             await self._session.close()
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "application/json"}
-        token = self.creds.bearer_token()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        elif self.creds.username is not None:
-            auth = aiohttp.BasicAuth(self.creds.username, self.creds.password or "")
-            headers["Authorization"] = auth.encode()
-        return headers
+        return {"Accept": "application/json", **auth_headers(self.creds)}
 
     async def request(
         self,
@@ -118,10 +122,11 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         params: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> Any:
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
-        headers = self._headers()
+        headers = {**self._headers(), **(headers or {})}
         if body is not None:
             headers["Content-Type"] = content_type
         try:
@@ -149,6 +154,43 @@ class KubeClient:
 
     async def get(self, path: str, params: dict[str, str] | None = None) -> Any:
         return await self.request("GET", path, params=params)
+
+    async def watch(
+        self, path: str, params: dict[str, str], *, read_timeout: float
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The events of a watch request (``watch=true`` is added), one dict each, until the
+        server ends the stream; ApiError when it refuses to start one, Unreachable on a
+        broken connection, including no bytes at all for ``read_timeout`` seconds."""
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read_timeout)
+        try:
+            async with self._session.get(
+                self.creds.server + path,
+                params={**params, "watch": "true"},
+                headers=self._headers(),
+                ssl=self._ssl,
+                timeout=timeout,
+            ) as resp:
+                if resp.status >= 400:
+                    payload = _decode(await resp.read())
+                    data = payload if isinstance(payload, dict) else {}
+                    raise ApiError(
+                        resp.status,
+                        str(data.get("reason") or resp.reason),
+                        str(data.get("message") or payload),
+                    )
+                buffer = b""
+                async for chunk in resp.content.iter_any():
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if line.strip():
+                            yield json.loads(line)
+        except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as err:
+            raise Unreachable(
+                f"watch {self.creds.server}{path}: {err or type(err).__name__}"
+            ) from err
 
     async def resource(self, api_version: str, kind: str) -> ResourceInfo:
         """Discovery for ``kind`` in ``api_version``, cached; ApiError 404 when not served."""

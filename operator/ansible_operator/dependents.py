@@ -1,0 +1,432 @@
+"""Dependent watches: a change to an object a role wrote re-runs the role of its owner.
+
+A kind is watched once the proxy has seen a run write (or read back) an object of that kind
+that carries a mark of the run's owner kind, so only written kinds are ever watched, and a kind
+is watched once for every owner watch that needs it. Each watch is a list+watch loop of its own
+(kopf only watches kinds known before it starts) that keeps, per object it maps to an owner,
+a 16-byte digest of what operator-lib's DependentPredicate compares and the owners' keys, never
+the object itself; objects nobody owns leave nothing behind. After a restart the watches come
+back twice over: ``recover()`` scans the served kinds once for objects marked by a watched
+owner kind, and the proxy re-registers a kind whenever a run reads an owned object of it
+(upstream's recoverDependentWatches).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
+from .ownership import Key, fingerprint, owned_by_annotation, owned_by_reference, owner_keys
+from .watches import GVK, Watch
+
+log = logging.getLogger("dependents")
+
+OwnerRef = tuple[GVK, Key]  # an owner watch's kind and one of its objects
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+
+
+@dataclass
+class OwnerKind:
+    """An owner watch and how to ask for a reconcile of one of its objects."""
+
+    watch: Watch
+    enqueue: Callable[[Key], None]
+    namespaced: bool = True  # the owner kind's scope; learnt from discovery at start
+
+
+@dataclass
+class Subscription:
+    """How dependents of one kind map to one owner watch (upstream's two watch kinds)."""
+
+    by_reference: bool = False
+    by_annotation: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """What a watch remembers about one owned object: enough to compare and to find owners."""
+
+    digest: bytes
+    owners: frozenset[OwnerRef]
+
+
+@dataclass
+class KindWatch:
+    resource: ResourceInfo
+    subscriptions: dict[GVK, Subscription] = field(default_factory=dict)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    states: dict[str, dict[Key, Entry]] = field(default_factory=dict)  # per namespace scope
+
+    @property
+    def gvk(self) -> GVK:
+        r = self.resource
+        return GVK(r.group, r.version, r.kind)
+
+
+class _Gone(Exception):
+    """The resourceVersion is too old (410): list again."""
+
+
+def event_owners(
+    obj: Mapping[str, Any],
+    subscriptions: Mapping[GVK, Subscription],
+    owners: Mapping[GVK, OwnerKind],
+) -> frozenset[OwnerRef]:
+    """Every owner ``obj`` points at, among the owner watches subscribed to its kind."""
+    found: set[OwnerRef] = set()
+    for owner_gvk, sub in subscriptions.items():
+        owner = owners.get(owner_gvk)
+        if owner is None:
+            continue
+        keys = owner_keys(
+            obj,
+            owner_gvk,
+            owner_namespaced=owner.namespaced,
+            by_reference=sub.by_reference,
+            by_annotation=sub.by_annotation,
+        )
+        found.update((owner_gvk, key) for key in keys)
+    return frozenset(found)
+
+
+def _key(obj: Mapping[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def apply_event(
+    state: dict[Key, Entry],
+    event_type: str,
+    obj: Mapping[str, Any],
+    owners_of: Callable[[Mapping[str, Any]], frozenset[OwnerRef]],
+    *,
+    relist: bool = False,
+) -> frozenset[OwnerRef]:
+    """Update ``state`` with one event and return the owners to reconcile.
+
+    DependentPredicate: creates never pass, deletes always do, updates pass when the digest
+    changed; an update of an object held no state for (it has just become owned) passes too,
+    except during a relist, where an unknown object is a create. The owners of both the old and
+    the new object are returned, as controller-runtime's owner handler does.
+    """
+    key = _key(obj)
+    old = state.get(key)
+    owners = owners_of(obj)
+    if event_type == "DELETED":
+        state.pop(key, None)
+        return owners | (old.owners if old else frozenset())
+    digest = fingerprint(obj) if owners or old is not None else b""
+    if owners:
+        state[key] = Entry(digest, owners)
+    else:
+        state.pop(key, None)
+    if old is None:
+        return owners if event_type == "MODIFIED" and not relist else frozenset()
+    if old.digest == digest:
+        return frozenset()
+    return old.owners | owners
+
+
+class DependentWatches:
+    def __init__(
+        self,
+        client: KubeClient,
+        owners: Iterable[OwnerKind] = (),
+        *,
+        watch_namespaces: tuple[str, ...] = (),
+        server_timeout: int = 300,
+        max_backoff: float = 30.0,
+        page_size: int = 500,
+    ) -> None:
+        self._client = client
+        self.owners: dict[GVK, OwnerKind] = {o.watch.gvk: o for o in owners}
+        self._namespaces = watch_namespaces
+        self._server_timeout = server_timeout
+        self._max_backoff = max_backoff
+        self._page_size = page_size
+        self.kinds: dict[GVK, KindWatch] = {}
+        self._running = False
+        self._recovery: asyncio.Task[None] | None = None
+
+    def add_owner(self, watch: Watch, enqueue: Callable[[Key], None]) -> None:
+        """Dependents of ``watch``'s kind re-run its reconcile through ``enqueue``."""
+        self.owners[watch.gvk] = OwnerKind(watch, enqueue)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    async def start(self, *, recover: bool = True) -> None:
+        """Learn the owner kinds' scopes; then scan for owned objects in the background."""
+        self._running = True
+        for gvk, owner in self.owners.items():
+            try:
+                owner.namespaced = (
+                    await self._client.resource(gvk.api_version, gvk.kind)
+                ).namespaced
+            except (ApiError, Unreachable) as err:
+                log.info(
+                    "Owner kind not found, assuming it is namespaced",
+                    extra={"gvk": str(gvk), "error": str(err)},
+                )
+        if recover:
+            self._recovery = asyncio.create_task(self.recover())
+
+    async def stop(self) -> None:
+        self._running = False
+        tasks = [t for kind in self.kinds.values() for t in kind.tasks]
+        if self._recovery is not None:
+            tasks.append(self._recovery)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    # -- registration -----------------------------------------------------------------------------
+
+    def observe(self, watch: Watch, resource: ResourceInfo, obj: Mapping[str, Any]) -> None:
+        """An object of ``resource`` passed through a run of ``watch``: if it carries a mark of
+        the owner kind, make sure its kind is watched for that owner (once)."""
+        if not self._running or not watch.watch_dependent_resources:
+            return
+        if watch.gvk not in self.owners:
+            return
+        by_reference = bool(owned_by_reference(obj, watch.gvk))
+        by_annotation = owned_by_annotation(obj, watch.gvk) is not None
+        if not (by_reference or by_annotation):
+            return
+        gvk = GVK(resource.group, resource.version, resource.kind)
+        if watch.is_blacklisted(gvk):
+            log.debug("Skipping, because gvk is blacklisted", extra={"gvk": str(gvk)})
+            return
+        if resource.namespaced:
+            namespace = _key(obj)[0]
+            if self._namespaces and namespace not in self._namespaces:
+                return
+        elif self._namespaces:
+            return  # cluster-scoped dependents are only watched when watching all namespaces
+        # Upstream: the annotation watch is for namespaced dependents, or cluster-scoped ones
+        # when the watch says watchClusterScopedResources.
+        by_annotation = by_annotation and (
+            resource.namespaced or watch.watch_cluster_scoped_resources
+        )
+        if not (by_reference or by_annotation):
+            return
+        kind = self.kinds.get(gvk)
+        if kind is None:
+            kind = self.kinds[gvk] = KindWatch(resource)
+        sub = kind.subscriptions.setdefault(watch.gvk, Subscription())
+        if (by_reference and not sub.by_reference) or (by_annotation and not sub.by_annotation):
+            sub.by_reference |= by_reference
+            sub.by_annotation |= by_annotation
+            log.info(
+                "Watching dependent resource",
+                extra={
+                    "dependent": str(gvk),
+                    "owner": str(watch.gvk),
+                    "ownerReference": sub.by_reference,
+                    "annotation": sub.by_annotation,
+                },
+            )
+        if not kind.tasks:
+            scopes: list[str] = list(self._namespaces) if resource.namespaced else []
+            for scope in scopes or [""]:
+                kind.tasks.append(asyncio.create_task(self._run(kind, scope)))
+
+    # -- the watch loops ---------------------------------------------------------------------------
+
+    def _owners_of(self, kind: KindWatch) -> Callable[[Mapping[str, Any]], frozenset[OwnerRef]]:
+        return lambda obj: event_owners(obj, kind.subscriptions, self.owners)
+
+    def _path(self, kind: KindWatch, scope: str) -> str:
+        return kind.resource.path(scope or None)
+
+    async def _run(self, kind: KindWatch, scope: str) -> None:
+        state = kind.states.setdefault(scope, {})
+        version: str | None = None
+        listed = False
+        delay = 1.0
+        fields = {"dependent": str(kind.gvk), "namespace": scope}
+        while True:
+            try:
+                if version is None:
+                    version = await self._list(kind, scope, state, relist=listed)
+                    listed = True
+                version = await self._watch(kind, scope, state, version)
+                delay = 1.0
+                continue
+            except _Gone:
+                version = None
+                continue
+            except asyncio.CancelledError:
+                raise
+            except ApiError as err:
+                if err.status == 410:
+                    version = None
+                    continue
+                log.info("Dependent watch failed", extra={**fields, "error": str(err)})
+            except (Unreachable, ValueError) as err:
+                log.info("Dependent watch interrupted", extra={**fields, "error": str(err)})
+            except Exception:
+                log.exception("Dependent watch crashed", extra=fields)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self._max_backoff)
+
+    async def _list(
+        self, kind: KindWatch, scope: str, state: dict[Key, Entry], *, relist: bool
+    ) -> str:
+        owners_of = self._owners_of(kind)
+        seen: set[Key] = set()
+        params: dict[str, str] = {"limit": str(self._page_size)}
+        while True:
+            page = await self._client.get(self._path(kind, scope), params=params)
+            for obj in page.get("items") or []:
+                seen.add(_key(obj))
+                if relist:
+                    self._enqueue(kind, apply_event(state, "MODIFIED", obj, owners_of, relist=True))
+                else:
+                    apply_event(state, "ADDED", obj, owners_of)
+            meta = page.get("metadata") or {}
+            if not meta.get("continue"):
+                break
+            params["continue"] = meta["continue"]
+        for key in list(state):
+            if key not in seen:  # deleted while we were not watching
+                self._enqueue(kind, state.pop(key).owners)
+        return str(meta.get("resourceVersion") or "")
+
+    async def _watch(
+        self, kind: KindWatch, scope: str, state: dict[Key, Entry], version: str
+    ) -> str:
+        owners_of = self._owners_of(kind)
+        params = {
+            "resourceVersion": version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(self._server_timeout),
+        }
+        stream = self._client.watch(
+            self._path(kind, scope), params, read_timeout=self._server_timeout + 60
+        )
+        async for event in stream:
+            event_type, obj = event.get("type"), event.get("object") or {}
+            if event_type == "ERROR":
+                if obj.get("code") == 410:
+                    raise _Gone
+                raise ApiError(
+                    int(obj.get("code") or 500), str(obj.get("reason")), str(obj.get("message"))
+                )
+            version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+            if event_type in ("ADDED", "MODIFIED", "DELETED"):
+                self._enqueue(kind, apply_event(state, event_type, obj, owners_of), event_type, obj)
+        return version
+
+    def _enqueue(
+        self,
+        kind: KindWatch,
+        owners: frozenset[OwnerRef],
+        event_type: str = "relist",
+        obj: Mapping[str, Any] | None = None,
+    ) -> None:
+        for owner_gvk, key in owners:
+            owner = self.owners.get(owner_gvk)
+            if owner is None:
+                continue
+            log.debug(
+                "Dependent changed, reconciling its owner",
+                extra={
+                    "dependent": str(kind.gvk),
+                    "event": event_type,
+                    "object": "/".join(_key(obj)) if obj else "",
+                    "owner": f"{owner_gvk.kind} {'/'.join(key).lstrip('/')}",
+                },
+            )
+            owner.enqueue(key)
+
+    # -- recovery after a restart -----------------------------------------------------------------
+
+    async def recover(self, *, concurrency: int = 4) -> None:
+        """Find the kinds that hold objects marked by a watched owner kind and watch them.
+
+        One metadata-only, paginated list per served kind (list and watch verbs, preferred
+        version) and watched namespace, at start only; a kind the operator may not list is
+        skipped, as it could not be watched either.
+        """
+        watches = [o.watch for o in self.owners.values() if o.watch.watch_dependent_resources]
+        if not watches:
+            return
+        try:
+            resources = await self._served_resources()
+        except (ApiError, Unreachable) as err:
+            log.info("Dependent watch recovery skipped", extra={"error": str(err)})
+            return
+        limit = asyncio.Semaphore(concurrency)
+
+        async def scan(resource: ResourceInfo) -> None:
+            async with limit:
+                await self._scan(resource, watches)
+
+        await asyncio.gather(*(scan(r) for r in resources))
+        log.info("Dependent watches recovered", extra={"kinds": len(self.kinds)})
+
+    async def _served_resources(self) -> list[ResourceInfo]:
+        group_versions: list[tuple[str, str]] = []
+        core = await self._client.get("/api")
+        group_versions += [("", v) for v in core.get("versions") or []]
+        groups = await self._client.get("/apis")
+        for group in groups.get("groups") or []:
+            preferred = (group.get("preferredVersion") or {}).get("version")
+            if preferred:
+                group_versions.append((group["name"], preferred))
+        resources: list[ResourceInfo] = []
+        for group, version in group_versions:
+            path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+            try:
+                listing = await self._client.get(path)
+            except ApiError:
+                continue  # an aggregated API that is down
+            for item in listing.get("resources") or []:
+                if "/" in item.get("name", "/") or not {"list", "watch"} <= set(
+                    item.get("verbs") or ()
+                ):
+                    continue
+                resources.append(
+                    ResourceInfo(
+                        group, version, item["kind"], item["name"], bool(item.get("namespaced"))
+                    )
+                )
+        return resources
+
+    async def _scan(self, resource: ResourceInfo, watches: list[Watch]) -> None:
+        if resource.namespaced:
+            scopes: list[str | None] = list(self._namespaces) or [None]
+        elif not self._namespaces:
+            scopes = [None]
+        else:
+            return
+        for scope in scopes:
+            params: dict[str, str] = {"limit": str(self._page_size)}
+            while True:
+                try:
+                    page = await self._client.request(
+                        "GET",
+                        resource.path(scope),
+                        params=params,
+                        headers={"Accept": METADATA_LIST},
+                    )
+                except (ApiError, Unreachable) as err:
+                    log.debug(
+                        "Not scanned for dependents",
+                        extra={"resource": resource.plural, "error": str(err)},
+                    )
+                    return
+                for obj in page.get("items") or []:
+                    for watch in watches:
+                        self.observe(watch, resource, obj)
+                meta = page.get("metadata") or {}
+                if not meta.get("continue"):
+                    break
+                params["continue"] = meta["continue"]

@@ -1,0 +1,339 @@
+"""The per-run API proxy: roles reach the API server through it, and their writes get owners.
+
+An aiohttp server on loopback. Each Ansible run gets a token of its own (``register``), which
+names the run's owner; a request without a live token is refused with 401, and everything else
+is forwarded to the API server with the operator's credentials, response bodies streamed as
+they come (watches, logs) and upgraded connections carried as raw bytes (``tunnel``). Nothing is
+cached: a GET is the API server's answer. Creates, updates, applies and patches get the owner's
+marks on the way (``rewrite``), and objects coming back with those marks are reported to the
+dependent watches, so the kinds a run writes, or reads back already owned, get watched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict
+from yarl import URL
+
+from ..kube.client import ApiError, KubeClient, ResourceInfo, Unreachable, auth_headers, ssl_context
+from ..kube.config import Credentials
+from ..ownership import Mode, Owner, injection_mode, is_owner_itself
+from ..watches import Watch
+from . import requestinfo, rewrite, tunnel
+from .discovery import Discovery
+
+log = logging.getLogger("proxy")
+
+INJECTION_OFF_WARNING = "Warning: injection of owner references and dependent watches is turned off"
+_HOP_BY_HOP = frozenset(
+    h.lower()
+    for h in (
+        "Connection",
+        "Keep-Alive",
+        "Proxy-Authenticate",
+        "Proxy-Authorization",
+        "Proxy-Connection",
+        "TE",
+        "Trailer",
+        "Transfer-Encoding",
+        "Upgrade",
+    )
+)
+_NOT_FORWARDED = _HOP_BY_HOP | {"host", "authorization", "content-length", "expect"}
+_WRITES = frozenset({"create", "update", "patch"})
+_READS = frozenset({"get", "list"})
+MAX_BODY = 32 * 1024 * 1024  # the API server takes 3 MiB objects; this leaves room
+INSPECT_LIMIT = 8 * 1024 * 1024  # responses larger than this are streamed but not inspected
+
+
+class DependentHook(Protocol):
+    """Told about each object a run writes or reads (the dependent watches)."""
+
+    def observe(self, watch: Watch, resource: ResourceInfo, obj: Mapping[str, Any]) -> None: ...
+
+
+class ProxyStartError(Exception):
+    """The proxy cannot listen where it was told to (a port in use, say); one line."""
+
+
+@dataclass(frozen=True)
+class Run:
+    owner: Owner
+    watch: Watch
+
+
+def _status(code: int, reason: str, message: str) -> web.Response:
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    return web.json_response(body, status=code)
+
+
+class Proxy:
+    def __init__(
+        self,
+        creds: Credentials,
+        *,
+        client: KubeClient,
+        port: int,
+        inject_owner_refs: bool = True,
+        dependents: DependentHook | None = None,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.creds = creds
+        self.host = host
+        self.port = port  # the bound port once started (port 0 picks a free one)
+        self.inject_owner_refs = inject_owner_refs
+        self.dependents = dependents if inject_owner_refs else None
+        self._client = client
+        self._discovery = Discovery(client)
+        self._upstream = URL(creds.server)
+        self._ssl = ssl_context(creds)
+        self._runs: dict[str, Run] = {}
+        self._session: aiohttp.ClientSession | None = None
+        self._runner: web.AppRunner | None = None
+
+    # -- runs -------------------------------------------------------------------------------------
+
+    def register(self, owner: Mapping[str, Any], watch: Watch) -> str:
+        """A token for one run acting for ``owner``; valid until ``unregister``."""
+        token = secrets.token_urlsafe(32)
+        self._runs[token] = Run(Owner.from_object(owner), watch)
+        return token
+
+    def unregister(self, token: str) -> None:
+        self._runs.pop(token, None)
+
+    def _run_of(self, request: web.BaseRequest) -> Run | None:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            return None
+        return self._runs.get(token.strip())
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    async def start(self) -> int:
+        if not self.inject_owner_refs:
+            log.info(INJECTION_OFF_WARNING)
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0, ssl=self._ssl),
+            auto_decompress=False,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
+            skip_auto_headers=("Accept", "Accept-Encoding", "User-Agent", "Content-Type"),
+        )
+        app = web.Application(client_max_size=MAX_BODY)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        await self._runner.setup()
+        try:
+            await web.TCPSite(self._runner, self.host, self.port).start()
+        except OSError as err:
+            await self.stop()
+            raise ProxyStartError(
+                f"proxy: cannot listen on {self.host}:{self.port}: {err.strerror or err}"
+            ) from None
+        self.port = int(self._runner.addresses[0][1])
+        log.info("Starting proxy server", extra={"address": f"{self.host}:{self.port}"})
+        return self.port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # -- requests ---------------------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        run = self._run_of(request)
+        if run is None:
+            return _status(401, "Unauthorized", "Unauthorized")
+        try:
+            if tunnel.is_upgrade(request):
+                return await tunnel.forward_upgrade(
+                    request,
+                    upstream=self._upstream,
+                    ssl_context=self._ssl,
+                    auth=auth_headers(self.creds),
+                )
+            return await self._forward(request, run)
+        except (asyncio.CancelledError, ConnectionResetError):
+            raise
+        except (aiohttp.ClientError, OSError, TimeoutError, asyncio.IncompleteReadError) as err:
+            log.info(
+                "API server did not answer",
+                extra={"method": request.method, "path": request.path, "error": str(err)},
+            )
+            return _status(
+                502, "ServiceUnavailable", f"proxy: the API server did not answer: {err}"
+            )
+        except web.HTTPException:
+            raise
+        except Exception as err:  # a bug here must cost one request, never the proxy
+            log.exception(
+                "Proxy request failed", extra={"method": request.method, "path": request.path}
+            )
+            return _status(500, "InternalError", f"proxy: {type(err).__name__}: {err}")
+
+    def _upstream_headers(self, request: web.BaseRequest) -> CIMultiDict[str]:
+        headers: CIMultiDict[str] = CIMultiDict()
+        for name, value in request.headers.items():
+            if name.lower() not in _NOT_FORWARDED:
+                headers.add(name, value)
+        headers.update(auth_headers(self.creds))
+        return headers
+
+    async def _forward(self, request: web.Request, run: Run) -> web.StreamResponse:
+        assert self._session is not None
+        started = time.monotonic()
+        info = requestinfo.parse(request.method, request.path, request.query)
+        body = await request.read() if request.can_read_body else None
+        direct = info.is_resource and not info.subresource
+        served = None
+        if direct and info.verb in _WRITES and self.inject_owner_refs:
+            served = await self._discovery.lookup(info.group, info.version, info.resource)
+            if body and served is not None and not served.is_virtual:
+                body = await self._inject(run, info, served.info, request, body)
+        elif info.verb in _READS:
+            log.debug("Skipping cache lookup", extra={"path": request.path})
+
+        url = URL(str(self._upstream).rstrip("/") + request.raw_path, encoded=True)
+        inspect = self.dependents is not None and direct and info.verb in _WRITES | _READS
+        async with self._session.request(
+            request.method,
+            url,
+            headers=self._upstream_headers(request),
+            data=body,
+            allow_redirects=False,
+        ) as upstream:
+            response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+            for name, value in upstream.headers.items():
+                if name.lower() not in _HOP_BY_HOP and name.lower() != "content-length":
+                    response.headers.add(name, value)
+            if upstream.content_length is not None and not upstream.headers.get(
+                "Transfer-Encoding"
+            ):
+                response.content_length = upstream.content_length
+            inspect = (
+                inspect and upstream.status < 300 and not upstream.headers.get("Content-Encoding")
+            )
+            kept: bytearray | None = bytearray() if inspect else None
+            await response.prepare(request)
+            async for chunk in upstream.content.iter_any():
+                await response.write(chunk)
+                if kept is not None:
+                    kept += chunk
+                    if len(kept) > INSPECT_LIMIT:
+                        kept = None
+            await response.write_eof()
+        log.debug(
+            "Proxied",
+            extra={
+                "method": request.method,
+                "path": request.path,
+                "status": upstream.status,
+                "seconds": round(time.monotonic() - started, 4),
+            },
+        )
+        if kept:
+            self._inspect(run, info, served.info if served else None, bytes(kept))
+        return response
+
+    async def _inject(
+        self,
+        run: Run,
+        info: requestinfo.RequestInfo,
+        resource: ResourceInfo,
+        request: web.Request,
+        body: bytes,
+    ) -> bytes:
+        kind = rewrite.body_type(info.verb, request.headers.get("Content-Type", ""))
+        if kind is None:
+            return body
+        owner = run.owner
+        namespace = info.namespace if resource.namespaced else ""
+        if (
+            info.name == owner.name
+            and namespace == owner.namespace
+            and resource.kind == owner.kind
+            and resource.group == owner.gvk.group
+        ):
+            return body  # a write to the owner itself (its status, its spec)
+        mode = injection_mode(
+            owner, dependent_namespaced=resource.namespaced, dependent_namespace=namespace
+        )
+        current = None
+        if rewrite.needs_current(body, kind, mode) and info.name:
+            current = await self._current(resource, namespace, info.name)
+            if current is None or is_owner_itself(current, owner):
+                return body
+        new = rewrite.rewrite(body, kind, owner, mode, current=current)
+        if new is None:
+            return body
+        log.debug(
+            "Injected owner reference"
+            if mode is Mode.OWNER_REFERENCE
+            else "Injected owner annotations",
+            extra={
+                "dependent": f"{resource.kind} {namespace + '/' if namespace else ''}{info.name}",
+                "owner": f"{owner.kind} {owner.namespace}/{owner.name}",
+                "verb": info.verb,
+            },
+        )
+        return new
+
+    async def _current(self, resource: ResourceInfo, namespace: str, name: str) -> Any:
+        try:
+            return await self._client.get(resource.path(namespace or None, name))
+        except (ApiError, Unreachable):
+            return None  # the write itself will meet the same problem, and report it
+
+    def _inspect(
+        self,
+        run: Run,
+        info: requestinfo.RequestInfo,
+        served: ResourceInfo | None,
+        raw: bytes,
+    ) -> None:
+        """Report the objects in a response to the dependent watches."""
+        assert self.dependents is not None
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return
+        if not isinstance(data, dict) or data.get("apiVersion") != info.api_version:
+            return  # a Status, a Table, metadata only: not the objects themselves
+        kind = str(data.get("kind") or "")
+        items = data.get("items") if kind.endswith("List") else None
+        objects = items if isinstance(items, list) else [data]
+        if items is not None:
+            kind = kind[: -len("List")]
+        for obj in objects:
+            if not isinstance(obj, dict):
+                continue
+            meta = obj.get("metadata")
+            if not isinstance(meta, dict) or not meta.get("uid"):
+                continue  # not a stored object
+            namespaced = served.namespaced if served else bool(meta.get("namespace"))
+            resource = ResourceInfo(
+                info.group, info.version, str(obj.get("kind") or kind), info.resource, namespaced
+            )
+            self.dependents.observe(run.watch, resource, obj)
