@@ -1,4 +1,4 @@
-"""Operator metrics: upstream's names and labels; bind addresses as controller-runtime reads them."""
+"""Operator metrics: upstream's names and labels; bind addresses read as controller-runtime does."""
 
 from __future__ import annotations
 
