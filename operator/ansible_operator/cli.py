@@ -9,9 +9,8 @@ import argparse
 import platform
 import sys
 
-from . import __version__, generate
+from . import __version__, generate, newapi
 from .devcluster import command as devcluster_command
-
 
 _GOARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
@@ -20,11 +19,12 @@ def _version(_: argparse.Namespace) -> int:
     """Upstream's line, with the Python version where upstream names Go's."""
     from .devcluster.binaries import KUBERNETES_VERSION
 
+    machine = platform.machine()
     print(
         f'ansible-operator version: "v{__version__}", commit: "unknown", '
         f'kubernetes version: "{KUBERNETES_VERSION}", '
         f'python version: "{platform.python_version()}", '
-        f'GOOS: "{platform.system().lower()}", GOARCH: "{_GOARCH.get(platform.machine(), platform.machine())}"'
+        f'GOOS: "{platform.system().lower()}", GOARCH: "{_GOARCH.get(machine, machine)}"'
     )
     return 0
 
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.add_parser("version", help="print the version").set_defaults(handler=_version)
     devcluster_command.add_parser(subparsers)
     generate.add_parser(subparsers)
+    newapi.add_parser(subparsers)
     return parser
 
 

@@ -1,0 +1,507 @@
+"""``ansible-operator new-api``: add a kind to a project, as ``operator-sdk create api`` does.
+
+It writes a role with an argument spec, the watches entry, the CRD (through ``generate crds``),
+a sample CR, an RBAC rule and a molecule scenario. Every check runs before the first write, so
+bad input changes nothing; files that exist are never overwritten, and files that are extended
+(watches.yaml, kustomizations, the RBAC role, the molecule variables) are edited as text, so
+their comments and layout survive, then parsed again to prove the edit is what was meant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import string
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import crds, generate
+from .watches import WatchesError, load_watches
+
+TEMPLATES = Path(__file__).parent / "templates" / "new_api"
+WATCH_MARKER = "# +kubebuilder:scaffold:watch"
+CRD_MARKER = "# +kubebuilder:scaffold:crdkustomizeresource"
+SAMPLES_MARKER = "# +kubebuilder:scaffold:manifestskustomizesamples"
+RBAC_VERBS = ["get", "list", "watch", "patch", "update"]
+
+_KIND = re.compile(r"^[A-Z][A-Za-z0-9]{0,62}$")
+_VERSION = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
+_PLURAL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+class NewApiError(Exception):
+    """Bad input or a project new-api cannot extend; one line."""
+
+
+class _Template(string.Template):
+    delimiter = "@"  # Ansible and shell already use $ and {{ }}
+
+
+@dataclass(frozen=True)
+class NewApi:
+    """The kind to add and every name derived from it."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    playbook: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @property
+    def role_name(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def sample_name(self) -> str:
+        return f"{self.kind.lower()}-sample"
+
+    @property
+    def sample_file(self) -> str:
+        return f"{self.group.split('.')[0]}_{self.version}_{self.kind.lower()}.yaml"
+
+    @property
+    def crd_file(self) -> str:
+        return f"{self.group}_{self.plural}.yaml"
+
+    def values(self) -> dict[str, str]:
+        return {
+            "kind": self.kind,
+            "kind_lower": self.kind.lower(),
+            "group": self.group,
+            "version": self.version,
+            "api_version": self.api_version,
+            "plural": self.plural,
+            "role_name": self.role_name,
+            "sample_name": self.sample_name,
+            "sample_file": self.sample_file,
+            "crd_file": self.crd_file,
+        }
+
+
+def resolve(
+    group: str,
+    version: str,
+    kind: str,
+    *,
+    domain: str | None,
+    plural: str | None,
+    playbook: bool,
+    project: Path,
+) -> NewApi:
+    """Validate the command line and derive the full group (see `add_parser` for the rules)."""
+    if not _KIND.match(kind):
+        raise NewApiError(
+            f"invalid kind {kind!r}: a kind is CamelCase, starts with an uppercase letter and has "
+            "only letters and digits (for example Memcached)"
+        )
+    if not _VERSION.match(version):
+        raise NewApiError(
+            f"invalid version {version!r}: use v1, v2, v1beta1, v1alpha2, ... (a Kubernetes "
+            "API version)"
+        )
+    full_group = group
+    if domain:
+        full_group = f"{group}.{domain}"
+    elif "." not in group:
+        project_domain = _project_domain(project)
+        if not project_domain:
+            raise NewApiError(
+                f"group {group!r} has no domain: give the full group (--group {group}.example.com)"
+                " or --domain"
+            )
+        full_group = f"{group}.{project_domain}"
+    problem = crds.validate_group(full_group)
+    if problem:
+        raise NewApiError(f"invalid group {full_group!r}: {problem}")
+    chosen_plural = plural or crds.default_plural(kind)
+    if not _PLURAL.match(chosen_plural):
+        raise NewApiError(f"invalid plural {chosen_plural!r}: use a lowercase DNS label")
+    return NewApi(full_group, version, kind, chosen_plural, playbook)
+
+
+def _project_domain(project: Path) -> str | None:
+    """The `domain` of an Operator SDK PROJECT file, when there is one."""
+    path = project / "PROJECT"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    domain = data.get("domain") if isinstance(data, dict) else None
+    return str(domain) if domain else None
+
+
+# --- text edits of YAML files ---------------------------------------------------------------------
+
+
+def insert_before_marker(text: str, marker: str, block: str) -> str | None:
+    """`block` inserted on the lines just before `marker`; None without the marker."""
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.strip() == marker:
+            return "".join(lines[:i]) + _lines(block) + "".join(lines[i:])
+    return None
+
+
+def _lines(block: str) -> str:
+    return block if block.endswith("\n") else block + "\n"
+
+
+def append_to_list(text: str, key: str, item: str) -> str | None:
+    """`item` (YAML for one list element, without indentation) appended to the block sequence
+    under the top-level `key`; None when the file does not have that shape."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, ln in enumerate(lines) if re.match(rf"^{re.escape(key)}:\s*$", ln)), -1)
+    if start < 0:
+        return None
+    indent: str | None = None
+    last = start
+    for i in range(start + 1, len(lines)):
+        stripped = lines[i].strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if not lines[i][:1].isspace() and not stripped.startswith("- "):
+            break  # the next top-level key
+        if indent is None:
+            match = re.match(r"^(\s*)- ", lines[i])
+            if not match:
+                return None
+            indent = match.group(1)
+        last = i
+    indent = "  " if indent is None else indent
+    cont = indent + "  "
+    item_lines = item.rstrip("\n").splitlines()
+    block = indent + "- " + item_lines[0] + "\n"
+    block += "".join(cont + ln + "\n" for ln in item_lines[1:])
+    head = "".join(lines[: last + 1])
+    if not head.endswith("\n"):
+        head += "\n"
+    return head + block + "".join(lines[last + 1 :])
+
+
+# --- the plan of files ----------------------------------------------------------------------------
+
+
+@dataclass
+class Change:
+    path: Path
+    text: str
+    created: bool
+    check: Callable[[str], bool] | None = None  # does the new text say what it should?
+
+
+def _render(name: str, api: NewApi) -> str:
+    template = (TEMPLATES / name).read_text(encoding="utf-8")
+    return _Template(template).substitute(api.values())
+
+
+def _watch_entry(api: NewApi) -> str:
+    target = (
+        f"playbook: playbooks/{api.role_name}.yml" if api.playbook else f"role: {api.role_name}"
+    )
+    return f"- version: {api.version}\n  group: {api.group}\n  kind: {api.kind}\n  {target}\n"
+
+
+def _watches_change(watches_file: Path, api: NewApi) -> Change:
+    text = watches_file.read_text(encoding="utf-8")
+    entry = _watch_entry(api)
+    gap = "\n" if _needs_gap(text) else ""
+    new = insert_before_marker(text, WATCH_MARKER, gap + entry)
+    if new is None:
+        new = (text.rstrip("\n") + "\n" + gap if text.strip() else "---\n") + entry
+    expected = yaml.safe_load(entry)[0]
+    try:
+        data = yaml.safe_load(new)
+    except yaml.YAMLError:
+        data = None
+    if not isinstance(data, list) or not data or data[-1] != expected:
+        old = yaml.safe_load(text) or []
+        if not isinstance(old, list):
+            raise NewApiError(f"{watches_file}: top level must be a list of watches")
+        new = "---\n" + yaml.safe_dump([*old, expected], sort_keys=False)
+    return Change(watches_file, new, created=False)
+
+
+def _needs_gap(text: str) -> bool:
+    """Whether the entries of a watches file are separated by blank lines."""
+    return "\n\n- " in text
+
+
+def _kustomization_change(path: Path, marker: str, entry: str) -> Change | None:
+    """`entry` added to a kustomization's resources, when the file exists and lacks it."""
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8")
+    data = yaml.safe_load(text) or {}
+    if entry in (data.get("resources") or []):
+        return None
+    new = insert_before_marker(text, marker, f"  - {entry}") if marker in text else None
+    if new is None:
+        new = append_to_list(text, "resources", entry)
+    if new is None:
+        data.setdefault("resources", []).append(entry)
+        new = yaml.safe_dump(data, sort_keys=False)
+    return Change(
+        path, new, created=False, check=lambda t: entry in (yaml.safe_load(t) or {})["resources"]
+    )
+
+
+def _rbac_rule(api: NewApi) -> dict[str, Any]:
+    return {
+        "apiGroups": [api.group],
+        "resources": [api.plural, f"{api.plural}/status", f"{api.plural}/finalizers"],
+        "verbs": list(RBAC_VERBS),
+    }
+
+
+def _rbac_change(path: Path, api: NewApi) -> Change | None:
+    """The kind's rule added to the operator's (Cluster)Role, which is created if missing."""
+    rule = _rbac_rule(api)
+    rule_text = yaml.safe_dump(rule, sort_keys=False, default_flow_style=None)
+    created = not path.is_file()
+    text = _render("rbac_role.yaml", api) if created else path.read_text(encoding="utf-8")
+    docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    roles = [d for d in docs if isinstance(d, dict) and d.get("kind") in ("Role", "ClusterRole")]
+    if not roles:
+        raise NewApiError(f"{path}: no Role or ClusterRole to add the rule for {api.kind} to")
+    named = [r for r in roles if (r.get("metadata") or {}).get("name") == "manager-role"]
+    role = (named or roles)[0]
+    if rule in (role.get("rules") or []):
+        return None
+
+    def has_rule(new_text: str) -> bool:
+        for doc in yaml.safe_load_all(new_text):
+            if isinstance(doc, dict) and doc.get("kind") == role.get("kind"):
+                same = (doc.get("metadata") or {}).get("name") == (role.get("metadata") or {}).get(
+                    "name"
+                )
+                if same and rule in (doc.get("rules") or []):
+                    return True
+        return False
+
+    new = None
+    if len(docs) == 1 and _last_key(text) == "rules":
+        new = append_to_list(text, "rules", rule_text)
+    if new is None or not has_rule(new):
+        role.setdefault("rules", [])
+        role["rules"] = [*(role["rules"] or []), rule]
+        new = "---\n" + "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs)
+    return Change(path, new, created=created, check=has_rule)
+
+
+def _last_key(text: str) -> str | None:
+    node = yaml.compose(text)
+    if isinstance(node, yaml.MappingNode) and node.value:
+        return str(node.value[-1][0].value)
+    return None
+
+
+def _molecule_vars_change(path: Path, api: NewApi) -> Change | None:
+    """The kind added to `watched_kinds` of the shared molecule variables (for clean-up)."""
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8")
+    data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict) or not isinstance(data.get("watched_kinds", ""), list | None):
+        return None  # absent, or derived from watches.yaml (a template string)
+    item = {"api_version": api.api_version, "kind": api.kind}
+    if item in (data.get("watched_kinds") or []):
+        return None
+    new = append_to_list(text, "watched_kinds", _watched_kind(api))
+    if new is None:
+        return None
+
+    def has_kind(new_text: str) -> bool:
+        return item in (yaml.safe_load(new_text)["watched_kinds"] or [])
+
+    return Change(path, new, created=False, check=has_kind)
+
+
+def _watched_kind(api: NewApi) -> str:
+    return f"{{api_version: {api.api_version}, kind: {api.kind}}}"
+
+
+def plan(project: Path, watches_file: Path, api: NewApi) -> list[Change]:
+    """Every file new-api writes, checked against what exists; nothing is written here."""
+    if not watches_file.is_file():
+        raise NewApiError(
+            f"{watches_file} not found: run new-api in the project's root (where watches.yaml is)"
+            " or give --watches-file"
+        )
+    try:
+        empty = yaml.safe_load(watches_file.read_text(encoding="utf-8")) is None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        empty = False  # load_watches says what is wrong with it
+    try:
+        watches = [] if empty else load_watches(watches_file, cwd=project)
+    except WatchesError as err:
+        raise NewApiError(str(err)) from None
+    for i, watch in enumerate(watches):
+        gvk = watch.gvk
+        if (gvk.group, gvk.version, gvk.kind) == (api.group, api.version, api.kind):
+            raise NewApiError(
+                f"{api.kind}.{api.group}/{api.version} is already in {watches_file} (entry {i})"
+            )
+
+    changes: list[Change] = []
+    role_dir = project / "roles" / api.role_name
+    new_files = {
+        role_dir / "tasks/main.yml": "role/tasks/main.yml",
+        role_dir / "defaults/main.yml": "role/defaults/main.yml",
+        role_dir / "meta/main.yml": "role/meta/main.yml",
+        role_dir / "meta/argument_specs.yml": "role/meta/argument_specs.yml",
+        role_dir / "README.md": "role/README.md",
+        project / "config/samples" / api.sample_file: "sample.yaml",
+    }
+    if api.playbook:
+        new_files[project / "playbooks" / f"{api.role_name}.yml"] = "playbook.yml"
+    scenario = project / "molecule" / api.role_name
+    new_files.update(
+        {
+            scenario / "molecule.yml": "molecule/molecule.yml",
+            scenario / "converge.yml": "molecule/converge.yml",
+            scenario / "verify.yml": "molecule/verify.yml",
+            scenario / "tasks" / f"{api.role_name}_test.yml": "molecule/tasks/test.yml",
+        }
+    )
+    common = project / "molecule/common"
+    if not common.exists():
+        for name in ("vars.yml", "create.yml", "destroy.yml", "operator_log.yml"):
+            new_files[common / name] = f"molecule/common/{name}"
+    for directory in (role_dir, scenario):
+        if directory.exists():
+            raise NewApiError(f"{_rel(directory, project)} already exists; new-api creates it")
+    for path, template in new_files.items():
+        if path.exists():
+            raise NewApiError(f"{_rel(path, project)} already exists; new-api does not overwrite")
+        changes.append(Change(path, _render(template, api), created=True))
+
+    crd_path = project / "config/crd/bases" / api.crd_file
+    if crd_path.exists():
+        raise NewApiError(f"{_rel(crd_path, project)} already exists; new-api does not overwrite")
+    changes.append(_crd_change(crd_path, api, project))
+
+    changes.append(_watches_change(watches_file, api))
+    for maybe in (
+        _kustomization_change(
+            project / "config/crd/kustomization.yaml", CRD_MARKER, f"bases/{api.crd_file}"
+        ),
+        _kustomization_change(
+            project / "config/samples/kustomization.yaml", SAMPLES_MARKER, api.sample_file
+        ),
+        _rbac_change(project / "config/rbac/role.yaml", api),
+        _molecule_vars_change(project / "molecule/common/vars.yml", api),
+    ):
+        if maybe is not None:
+            changes.append(maybe)
+    for change in changes:
+        if change.check is not None and not change.check(change.text):
+            raise NewApiError(f"{_rel(change.path, project)}: could not add {api.kind} to it")
+    return changes
+
+
+def _rel(path: Path, base: Path) -> str:
+    try:
+        return str(path.relative_to(base))
+    except ValueError:
+        return str(path)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def _crd_change(path: Path, api: NewApi, project: Path) -> Change:
+    """The CRD from the new role's argument spec, written as `generate crds` writes it."""
+    spec_rel = f"roles/{api.role_name}/meta/argument_specs.yml"
+    entry = yaml.safe_load(_render("role/meta/argument_specs.yml", api))["argument_specs"]["main"]
+    source = crds.VersionSource(
+        version=api.version, role_name=api.role_name, spec_path=spec_rel, entry=entry
+    )
+    names = crds.Names.for_kind(api.kind, api.plural)
+    planned = generate.PlannedCrd(
+        path=path, crd=crds.build_crd(api.group, names, [source]), sources=[spec_rel]
+    )
+    return Change(path, generate.render(planned), created=True)
+
+
+def apply(project: Path, watches_file: Path, api: NewApi) -> list[str]:
+    """Write everything (all checks are done first); the lines to report, one per file."""
+    changes = plan(project, watches_file, api)
+    report = []
+    for change in changes:
+        _write(change.path, change.text)
+        report.append(f"{'created' if change.created else 'updated'} {_rel(change.path, project)}")
+    return report
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "new-api",
+        help="add a kind: role with an argument spec, watches entry, CRD, sample, RBAC rule and "
+        "molecule scenario (like operator-sdk create api)",
+        description="Add a kind to the operator project in the current directory. The group is "
+        "the full API group (cache.example.com); a group without a dot gets --domain, or the "
+        "domain of an Operator SDK PROJECT file, appended; --domain is always appended when "
+        "given (--group cache --domain example.com).",
+    )
+    parser.add_argument("--group", required=True, help="API group, e.g. cache.example.com")
+    parser.add_argument("--version", required=True, help="API version, e.g. v1alpha1")
+    parser.add_argument("--kind", required=True, help="kind, CamelCase, e.g. Memcached")
+    parser.add_argument("--domain", help="appended to --group (as operator-sdk's init --domain)")
+    parser.add_argument("--plural", help="resource plural (default: lowercase kind + 's')")
+    parser.add_argument(
+        "--generate-playbook",
+        action="store_true",
+        help="also write playbooks/<kind>.yml and point the watch at it instead of the role",
+    )
+    parser.add_argument(
+        "--watches-file", type=Path, default=Path("watches.yaml"), help="default: ./watches.yaml"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    watches_file: Path = args.watches_file
+    project = watches_file.resolve().parent
+    try:
+        api = resolve(
+            args.group,
+            args.version,
+            args.kind,
+            domain=args.domain,
+            plural=args.plural,
+            playbook=args.generate_playbook,
+            project=project,
+        )
+        report = apply(project, watches_file, api)
+    except NewApiError as err:
+        print(f"ansible-operator new-api: {err}", file=sys.stderr)
+        return 1
+    for line in report:
+        print(line)
+    print(
+        f"next: write roles/{api.role_name}/tasks/main.yml and meta/argument_specs.yml, run "
+        f"'ansible-operator generate crds', and replace the FIXME in "
+        f"molecule/{api.role_name}/tasks/{api.role_name}_test.yml",
+        file=sys.stderr,
+    )
+    return 0
