@@ -34,9 +34,12 @@ run: cluster-up  ## the local cluster, and the operator with the example CRs
 	@echo "export KUBECONFIG=$$($(OPERATOR) dev-cluster kubeconfig)"
 
 lint: $(STAMP)
-	$(BIN)/ruff check operator tests
-	$(BIN)/ruff format --check operator tests
+	$(BIN)/ruff check operator tests collections
+	$(BIN)/ruff format --check operator tests collections
 	$(BIN)/mypy
+	MYPYPATH=collections $(BIN)/mypy --explicit-package-bases --namespace-packages \
+		-p ansible_collections.operator_sdk.util
+	$(OPERATOR) generate crds --check  # the CRDs in config/crd/bases match the roles
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit tests/runner $(PYTEST_ARGS)
