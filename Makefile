@@ -40,15 +40,39 @@ lint: $(STAMP)
 	MYPYPATH=collections $(BIN)/mypy --explicit-package-bases --namespace-packages \
 		-p ansible_collections.operator_sdk.util
 	$(OPERATOR) generate crds --check  # the CRDs in config/crd/bases match the roles
+	$(BIN)/pytest -q tests/unit/test_dockerfile.py  # no image builder here: the Dockerfile's essentials
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit tests/runner $(PYTEST_ARGS)
+
+# One molecule scenario per role (molecule/<role>/), each against a local cluster with the operator
+# running: a private cluster for the whole target, started and stopped here, unless
+# ANSIBLE_OPERATOR_TEST_KUBECONFIG names one that is already running.
+SCENARIO ?= $(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml))
+molecule: $(STAMP)  ## molecule test of every role, or of one: make molecule SCENARIO=nginx
+	@set -euo pipefail; \
+	kubeconfig="$${ANSIBLE_OPERATOR_TEST_KUBECONFIG:-}"; \
+	if [ -z "$$kubeconfig" ]; then \
+	  state="$$(mktemp -d "$${TMPDIR:-/tmp}/molecule-cluster.XXXXXX")"; \
+	  trap '$(OPERATOR) dev-cluster down --state-dir "'"$$state"'"; rm -rf "'"$$state"'"' EXIT; \
+	  $(OPERATOR) dev-cluster up --state-dir "$$state"; \
+	  kubeconfig="$$($(OPERATOR) dev-cluster kubeconfig --state-dir "$$state")"; \
+	fi; \
+	export K8S_AUTH_KUBECONFIG="$$kubeconfig" PATH="$(CURDIR)/$(BIN):$$PATH"; \
+	failed=(); \
+	for scenario in $(SCENARIO); do \
+	  start=$$SECONDS; \
+	  molecule test --scenario-name "$$scenario" || failed+=("$$scenario"); \
+	  echo "[molecule] $$scenario: $$((SECONDS - start)) s"; \
+	done; \
+	if [ $${#failed[@]} -gt 0 ]; then echo "[molecule] failed: $${failed[*]}"; exit 1; fi; \
+	echo "[molecule] passed: $(SCENARIO)"
 
 e2e: $(STAMP)
 	$(OPERATOR) dev-cluster build
 	$(BIN)/pytest tests/e2e $(PYTEST_ARGS)
 
-test: lint unit e2e  ## lint, unit and end-to-end tests
+test: lint unit e2e molecule  ## lint, unit, end-to-end and molecule tests
 
 clean: cluster-down
 	rm -rf $(VENV)

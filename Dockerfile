@@ -1,0 +1,46 @@
+# The operator image: the Python runtime, Ansible and the collections the roles need, with the
+# project's watches.yaml, roles and playbooks in /opt/ansible (the Go ansible-operator's layout).
+#   docker build -t <registry>/<name>:<tag> .
+#   cd config/manager && kustomize edit set image controller=<registry>/<name>:<tag>
+ARG PYTHON_IMAGE=docker.io/library/python:3.11-slim-bookworm
+
+# ---- builder: the package and its dependencies in a virtualenv, Galaxy collections -------------
+FROM ${PYTHON_IMAGE} AS builder
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+WORKDIR /src
+COPY pyproject.toml ./
+COPY operator/ operator/
+RUN pip install .
+COPY requirements.yml ./
+RUN ansible-galaxy collection install -r requirements.yml -p /opt/ansible/collections
+
+# ---- runtime: non-root, nothing to build with ---------------------------------------------------
+FROM ${PYTHON_IMAGE}
+# tini reaps the processes Ansible leaves behind (the operator is PID 1 otherwise)
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends tini \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --uid 1001 --gid 0 --home-dir /opt/ansible --no-create-home \
+        --shell /usr/sbin/nologin ansible
+ENV HOME=/opt/ansible \
+    PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    ANSIBLE_GATHERING=explicit \
+    ANSIBLE_ROLES_PATH=/opt/ansible/roles \
+    ANSIBLE_COLLECTIONS_PATH=/opt/ansible/collections \
+    ANSIBLE_LOCAL_TEMP=/tmp/ansible/local \
+    ANSIBLE_REMOTE_TEMP=/tmp/ansible/remote
+COPY --from=builder /opt/venv /opt/venv
+COPY --from=builder /opt/ansible/collections /opt/ansible/collections
+COPY collections/ansible_collections/operator_sdk/ /opt/ansible/collections/ansible_collections/operator_sdk/
+COPY requirements.yml watches.yaml /opt/ansible/
+COPY roles/ /opt/ansible/roles/
+COPY playbooks/ /opt/ansible/playbooks/
+# The root filesystem may be read-only (config/manager): /tmp is an emptyDir there.
+USER 1001
+WORKDIR /opt/ansible
+ENTRYPOINT ["/usr/bin/tini", "--", "ansible-operator", "run", "--watches-file=./watches.yaml"]
