@@ -145,6 +145,11 @@ class Operator:
         # Keep retrying through an API server outage of up to an hour instead of giving up.
         settings.networking.error_backoffs = (1, 1, 2, 3, 5, 8, 13, 21) + (30,) * 120
         settings.watching.server_timeout = 300
+        # Watching given namespaces, kopf need not list namespaces nor watch CRDs: both need
+        # cluster-wide rights that a namespaced operator's RBAC does not grant, and with the
+        # backoffs above kopf would retry the refusals for an hour before starting any watch.
+        # The watched kinds are still found by discovery at start.
+        settings.scanning.disabled = bool(self.settings.watch_namespaces)
         return settings
 
     async def run(self, stop: asyncio.Event) -> None:
