@@ -1,0 +1,140 @@
+"""The repository as an operator project on the local cluster: kubectl with kustomize, the sample
+CRs of config/samples, and the operator running the repository's own watches.yaml and roles.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from kubernetes.client.rest import ApiException
+
+from .conftest import Operator
+from .waiting import wait_until
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = REPO / "config"
+
+
+def kubectl(kubeconfig: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """The cluster's own kubectl (kustomize built in); output captured as text."""
+    from ansible_operator.devcluster import binaries
+
+    result = subprocess.run(
+        [str(binaries.find()["kubectl"]), f"--kubeconfig={kubeconfig}", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
+    return result
+
+
+@dataclass(frozen=True)
+class Sample:
+    path: Path
+    api_version: str
+    kind: str
+    name: str
+    plural: str
+
+    @property
+    def group(self) -> str:
+        return self.api_version.split("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.split("/")[1]
+
+
+def crd_plurals() -> dict[tuple[str, str], str]:
+    """(group, kind) -> plural, from the CRDs in config/crd/bases."""
+    plurals = {}
+    for path in sorted((CONFIG / "crd/bases").glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        names = crd["spec"]["names"]
+        plurals[(crd["spec"]["group"], names["kind"])] = names["plural"]
+    return plurals
+
+
+def samples() -> list[Sample]:
+    """The sample CRs config/samples/kustomization.yaml lists."""
+    kustomization = yaml.safe_load((CONFIG / "samples/kustomization.yaml").read_text())
+    plurals = crd_plurals()
+    found = []
+    for name in kustomization["resources"]:
+        path = CONFIG / "samples" / name
+        obj = yaml.safe_load(path.read_text())
+        group = obj["apiVersion"].split("/")[0]
+        found.append(
+            Sample(
+                path,
+                obj["apiVersion"],
+                obj["kind"],
+                obj["metadata"]["name"],
+                plurals[(group, obj["kind"])],
+            )
+        )
+    return found
+
+
+def install_crds(kubeconfig: Path) -> None:
+    kubectl(kubeconfig, "apply", "-k", str(CONFIG / "crd"))
+    kubectl(
+        kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",
+        *[f"crd/{plural}.{group}" for (group, _), plural in crd_plurals().items()],
+    )  # fmt: skip
+
+
+class RepoOperator(Operator):
+    """``ansible-operator run`` in the repository's root: its watches.yaml, roles and collections.
+
+    The log goes to a directory of the test's own, not into the repository.
+    """
+
+    def __init__(self, log_dir: Path, kubeconfig: Path, namespaces: list[str]) -> None:
+        super().__init__(REPO, kubeconfig, namespaces)
+        self.log_path = log_dir / "operator.log"
+        self.tmp_dir = log_dir / "tmp"
+        self.tmp_dir.mkdir(exist_ok=True)
+
+    def start(self, *args: str, env: dict[str, str] | None = None) -> None:
+        # TMPDIR of its own: the memcached role's once-per-process metrics marker lives there.
+        super().start(*args, env={"TMPDIR": str(self.tmp_dir), **(env or {})})
+
+
+def successful(obj: dict) -> bool:
+    return any(
+        c.get("type") == "Successful" and c.get("status") == "True"
+        for c in (obj.get("status") or {}).get("conditions") or []
+    )
+
+
+def wait_all_successful(crs, namespace: str, timeout: float = 300) -> dict[str, dict]:
+    """Every sample reconciled successfully (in any order); the objects by kind."""
+    pending = {s.kind: s for s in samples()}
+    done: dict[str, dict] = {}
+
+    def probe() -> bool:
+        for kind, sample in list(pending.items()):
+            try:
+                obj = crs.get_namespaced_custom_object(
+                    sample.group, sample.version, namespace, sample.plural, sample.name
+                )
+            except ApiException as err:
+                if err.status == 404:
+                    continue
+                raise
+            if successful(obj):
+                done[kind] = obj
+                del pending[kind]
+        return not pending
+
+    try:
+        wait_until(probe, what="Successful=True on every sample", timeout=timeout)
+    except AssertionError as err:
+        raise AssertionError(f"{err}; not Successful: {sorted(pending)}") from None
+    return done
