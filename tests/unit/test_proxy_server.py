@@ -570,3 +570,15 @@ def test_inject_owner_ref_false_marks_nothing_and_reports_nothing(caplog):
 
     run(scenario, inject=False)
     assert INJECTION_OFF_WARNING in caplog.text
+
+
+def test_watch_dependent_resources_false_still_marks_but_reports_nothing():
+    async def scenario(env: Env) -> None:
+        token = env.proxy.register(CR, Watch(MC, watch_dependent_resources=False))
+        body = {"metadata": {"name": "c"}}
+        await env.call("POST", "/api/v1/namespaces/shop/configmaps", json=body, token=token)
+        await env.call("GET", "/api/v1/namespaces/shop/configmaps", token=token)
+        assert json.loads(env.api.seen("POST")[0].body)["metadata"]["ownerReferences"] == [REF]
+        assert env.hook.observed == []
+
+    run(scenario)

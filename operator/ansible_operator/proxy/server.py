@@ -216,7 +216,12 @@ class Proxy:
             log.debug("Skipping cache lookup", extra={"path": request.path})
 
         url = URL(str(self._upstream).rstrip("/") + request.raw_path, encoded=True)
-        inspect = self.dependents is not None and direct and info.verb in _WRITES | _READS
+        inspect = (
+            self.dependents is not None
+            and run.watch.watch_dependent_resources
+            and direct
+            and info.verb in _WRITES | _READS
+        )
         async with self._session.request(
             request.method,
             url,
