@@ -129,7 +129,7 @@ def test_created_dependents_are_owned_watched_and_collected(
 ):
     port = free_port()
     operator.write_watches([{"kind": "Stack", "role": "stack", "blacklist": [SECRET_BLACKLISTED]}])
-    operator.start(f"--proxy-port={port}", "--zap-log-level=debug")
+    operator.start(f"--proxy-port={port}")
     cr = create_cr(crs, namespace, "Stack", "app", {"greeting": "hi"})
     owner = (f"{GROUP}/{VERSION}", "Stack", "app", cr["metadata"]["uid"])
 
