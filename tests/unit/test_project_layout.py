@@ -1,0 +1,93 @@
+"""Every kind in the repository's watches.yaml has everything an operator project owes it.
+
+A role with an argument spec (the CRD's source), the CRD in the kustomization, a sample, RBAC
+rules for the kind, its status and finalizers, and a molecule scenario. Adding a kind by hand and
+forgetting one of them fails here, before any cluster is involved.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+WATCHES = yaml.safe_load((REPO / "watches.yaml").read_text())
+
+
+def crds() -> dict[tuple[str, str], tuple[str, dict]]:
+    """(group, kind) -> (file name, CRD)."""
+    found = {}
+    for path in sorted((REPO / "config/crd/bases").glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        found[(crd["spec"]["group"], crd["spec"]["names"]["kind"])] = (path.name, crd)
+    return found
+
+
+def rules() -> list[dict]:
+    role = yaml.safe_load((REPO / "config/rbac/role.yaml").read_text())
+    assert role["kind"] == "ClusterRole"
+    return role["rules"]
+
+
+def verbs_for(group: str, resource: str) -> set[str]:
+    return {
+        verb
+        for rule in rules()
+        if group in rule["apiGroups"] and resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+@pytest.fixture(params=WATCHES, ids=lambda w: w["kind"])
+def watch(request) -> dict:
+    return request.param
+
+
+def test_role_has_an_argument_spec(watch):
+    spec = yaml.safe_load((REPO / "roles" / watch["role"] / "meta/argument_specs.yml").read_text())
+    assert "main" in spec["argument_specs"]
+
+
+def test_crd_is_generated_and_listed(watch):
+    name, crd = crds()[(watch["group"], watch["kind"])]
+    assert crd["spec"]["versions"][0]["name"] == watch["version"]
+    assert crd["spec"]["versions"][0]["subresources"] == {"status": {}}
+    kustomization = yaml.safe_load((REPO / "config/crd/kustomization.yaml").read_text())
+    assert f"bases/{name}" in kustomization["resources"]
+
+
+def test_one_sample(watch):
+    kustomization = yaml.safe_load((REPO / "config/samples/kustomization.yaml").read_text())
+    kinds = []
+    for name in kustomization["resources"]:
+        sample = yaml.safe_load((REPO / "config/samples" / name).read_text())
+        kinds.append((sample["apiVersion"], sample["kind"]))
+    assert kinds.count((f"{watch['group']}/{watch['version']}", watch["kind"])) == 1
+
+
+def test_rbac_rules_for_the_kind(watch):
+    _, crd = crds()[(watch["group"], watch["kind"])]
+    plural = crd["spec"]["names"]["plural"]
+    group = watch["group"]
+    assert {"get", "list", "watch", "patch", "update"} <= verbs_for(group, plural)
+    assert {"create", "delete"}.isdisjoint(verbs_for(group, plural)), "users create CRs"
+    assert {"get", "patch", "update"} <= verbs_for(group, f"{plural}/status")
+    assert "update" in verbs_for(group, f"{plural}/finalizers")
+
+
+def test_no_wildcards_and_no_secrets():
+    for rule in rules():
+        assert "*" not in rule["verbs"] and "*" not in rule["resources"], rule
+        assert "secrets" not in rule["resources"], rule
+
+
+def test_molecule_scenario(watch):
+    scenario = REPO / "molecule" / watch["role"]
+    config = yaml.safe_load((scenario / "molecule.yml").read_text())
+    assert config["driver"]["name"] == "default"  # delegated: no Docker
+    assert config["prerun"] is False and config["dependency"]["enabled"] is False  # offline
+    for playbook in config["ansible"]["playbooks"].values():
+        assert (scenario / playbook).is_file(), playbook
+    assert (scenario / "tasks" / f"{watch['role']}_test.yml").is_file()
