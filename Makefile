@@ -84,7 +84,7 @@ unit: $(STAMP)
 # running: a private cluster for the whole target, started and stopped here, unless
 # ANSIBLE_OPERATOR_TEST_KUBECONFIG names one that is already running. Scenarios are independent
 # (a namespace, an operator and ports of their own), so MOLECULE_JOBS of them run at a time; then
-# each one's output is kept in a file and printed in full only when it fails.
+# each one's output goes to a file, printed in full when it fails and kept when any fails.
 SCENARIO ?= $(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml))
 MOLECULE_JOBS ?= 2
 molecule: $(STAMP)  ## molecule test of every role, or of one: make molecule SCENARIO=nginx
@@ -115,6 +115,7 @@ molecule: $(STAMP)  ## molecule test of every role, or of one: make molecule SCE
 	    else result=FAILED; cat "$$log"; fi; \
 	    echo "[molecule] {}: $$result in $$((SECONDS - start)) s"; [ $$result = passed ]' "$$logs" \
 	  || { echo "[molecule] failed; output in $$logs"; exit 1; }; \
+	  rm -rf "$$logs"; \
 	fi; \
 	echo "[molecule] passed: $${scenarios[*]}"
 
