@@ -251,7 +251,7 @@ class Reconciler:
                 logger=logging.getLogger("runner"),
                 ident=ident,
                 gvk=str(gvk),
-                verbosity=verbosity,
+                verbosity=_log_verbosity(annotations),
             )
             result = await self.runner.run(request, on_event=event_logger)
             if self.metrics is not None:
@@ -375,6 +375,18 @@ class Reconciler:
         except (ApiError, Unreachable) as err:
             # A failed test (the object changed) comes back as 422: the retry re-reads it.
             raise ReconcileError(f"{what}: {err}") from err
+
+
+def _log_verbosity(annotations: dict[str, str]) -> int:
+    """As upstream's event log handler: raw task stdout in the log only when the CR's verbosity
+    annotation, else the ANSIBLE_VERBOSITY variable, asks for it (not --ansible-verbosity)."""
+    value, _ = backoff.verbosity(annotations, 0)
+    if backoff.VERBOSITY_ANNOTATION in annotations:
+        return value
+    try:
+        return int(os.environ.get("ANSIBLE_VERBOSITY", "0"))
+    except ValueError:
+        return 0
 
 
 def _condition_true(obj: dict[str, Any], ctype: str) -> bool:
