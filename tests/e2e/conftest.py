@@ -56,17 +56,17 @@ def crd(kind: str) -> dict:
     }
 
 
-@pytest.fixture(scope="session")
-def test_crds(cluster) -> None:
+def install_crds(cluster, kinds: list[str]) -> None:
+    """Create the test CRDs of ``kinds`` (if missing) and wait until each is established."""
     with cluster.api_client() as api_client:
         ext = client.ApiextensionsV1Api(api_client)
-        for kind in KINDS:
+        for kind in kinds:
             try:
                 ext.create_custom_resource_definition(crd(kind))
             except ApiException as err:
                 if err.status != 409:
                     raise
-        for kind in KINDS:
+        for kind in kinds:
 
             def established(kind=kind):
                 obj = ext.read_custom_resource_definition(f"{kind.lower()}s.{GROUP}")
@@ -76,6 +76,11 @@ def test_crds(cluster) -> None:
                 )
 
             wait_until(established, what=f"CRD {kind} established")
+
+
+@pytest.fixture(scope="session")
+def test_crds(cluster) -> None:
+    install_crds(cluster, KINDS)
 
 
 def _unless_given(args: tuple[str, ...], default: str) -> list[str]:

@@ -19,7 +19,7 @@ from .conftest import (
     VERSION,
     condition,
     config_map_data,
-    crd,
+    install_crds,
     new_cr,
     settle,
     wait_condition,
@@ -34,24 +34,7 @@ SECRET_BLACKLISTED = {"group": "", "version": "v1", "kind": "Secret"}
 
 @pytest.fixture(scope="module")
 def dependent_crds(cluster) -> None:
-    with cluster.api_client() as api_client:
-        ext = client.ApiextensionsV1Api(api_client)
-        for kind in KINDS:
-            try:
-                ext.create_custom_resource_definition(crd(kind))
-            except ApiException as err:
-                if err.status != 409:
-                    raise
-
-        def established(kind: str) -> bool:
-            obj = ext.read_custom_resource_definition(f"{kind.lower()}s.{GROUP}")
-            return any(
-                c.type == "Established" and c.status == "True"
-                for c in (obj.status.conditions or [])
-            )
-
-        for kind in KINDS:
-            wait_until(lambda kind=kind: established(kind), what=f"CRD {kind} established")
+    install_crds(cluster, KINDS)
 
 
 @pytest.fixture
