@@ -72,6 +72,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check operator tests collections
 	$(BIN)/ruff format --check operator tests collections
 	$(BIN)/mypy
+	cd operator && ../$(BIN)/lint-imports --config ../pyproject.toml  # layers import only downward
 	MYPYPATH=collections $(BIN)/mypy --explicit-package-bases --namespace-packages \
 		-p ansible_collections.operator_sdk.util
 	$(OPERATOR) generate crds --check  # the CRDs in config/crd/bases match the roles

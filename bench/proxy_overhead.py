@@ -23,12 +23,12 @@ from typing import Any
 
 import aiohttp
 
-from ansible_operator.dependents import DependentWatches, apply_event, event_owners
-from ansible_operator.dependents import Subscription as Sub
+from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.kube.client import KubeClient, ResourceInfo, auth_headers, ssl_context
 from ansible_operator.kube.config import load
 from ansible_operator.proxy import Proxy
-from ansible_operator.watches import GVK, Watch
+from ansible_operator.runtime.dependents import DependentWatches, apply_event, event_owners
+from ansible_operator.runtime.dependents import Subscription as Sub
 
 OWNER_GVK = GVK("bench.example.com", "v1", "Bench")
 

@@ -9,15 +9,17 @@ import argparse
 import platform
 import sys
 
-from . import __version__, generate, newapi
-from .devcluster import command as devcluster_command
+from ansible_operator import __version__
+from ansible_operator.devcluster import command as devcluster_command
+from ansible_operator.scaffold import generate
+from ansible_operator.scaffold import new_api as newapi
 
 _GOARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
 
 def _version(_: argparse.Namespace) -> int:
     """Upstream's line, with the Python version where upstream names Go's."""
-    from .devcluster.binaries import KUBERNETES_VERSION
+    from ansible_operator.devcluster.binaries import KUBERNETES_VERSION
 
     machine = platform.machine()
     print(
@@ -43,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     if args_list[:1] == ["run"]:  # upstream's flag set, parsed by the run command itself
-        from . import manager
+        from ansible_operator.runtime import manager
 
         return manager.main(args_list[1:])
     parser = build_parser()

@@ -11,7 +11,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from ansible_operator import generate
+from ansible_operator.scaffold import generate
 
 from .waiting import wait_until
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_operator.backoff import (
+from ansible_operator.runtime.backoff import (
     MAX_RUNNER_ARTIFACTS_ANNOTATION,
     RECONCILE_PERIOD_ANNOTATION,
     VERBOSITY_ANNOTATION,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ansible_operator.conditions import (
+from ansible_operator.core.conditions import (
     ansible_result,
     format_completion,
     format_transition_time,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_operator import crds
-from ansible_operator.crds import CrdError, Names, VersionSource, option_schema
-from ansible_operator.paramconv import to_snake
+from ansible_operator.gocompat.strcase import to_snake
+from ansible_operator.scaffold import crds
+from ansible_operator.scaffold.crds import CrdError, Names, VersionSource, option_schema
 
 
 def schema(option: dict, camel: bool = True) -> dict:

@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
-from ansible_operator.dependents import (
+from ansible_operator.core.ownership import PRIMARY_RESOURCE, PRIMARY_RESOURCE_TYPE
+from ansible_operator.core.watches import GVK, Watch
+from ansible_operator.kube.client import ApiError, ResourceInfo
+from ansible_operator.runtime.dependents import (
     DependentWatches,
     Entry,
     OwnerKind,
@@ -18,9 +21,6 @@ from ansible_operator.dependents import (
     apply_event,
     event_owners,
 )
-from ansible_operator.kube.client import ApiError, ResourceInfo
-from ansible_operator.ownership import PRIMARY_RESOURCE, PRIMARY_RESOURCE_TYPE
-from ansible_operator.watches import GVK, Watch
 
 MC = GVK("cache.example.com", "v1alpha1", "Memcached")
 OTHER_OWNER = GVK("cache.example.com", "v1alpha1", "Redis")

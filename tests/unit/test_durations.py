@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_operator.durations import (
+from ansible_operator.gocompat.durations import (
     format_go_duration,
     format_go_duration_ns,
     go_quote,

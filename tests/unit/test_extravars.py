@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from ansible_operator.extravars import build_extra_vars, mark_unsafe, object_var_name
-from ansible_operator.watches import GVK, Finalizer, Watch
+from ansible_operator.core.extravars import build_extra_vars, mark_unsafe, object_var_name
+from ansible_operator.core.watches import GVK, Finalizer, Watch
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_operator import cli, generate
-from ansible_operator.watches import load_watches
+from ansible_operator import cli
+from ansible_operator.core.watches import load_watches
+from ansible_operator.scaffold import generate
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ansible_operator.labels import (
+from ansible_operator.core.selectors import (
     LabelSelector,
     validate_label_key,
     validate_label_value,

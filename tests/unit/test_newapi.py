@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_operator import cli, generate, newapi
-from ansible_operator.paramconv import to_snake
-from ansible_operator.watches import load_watches
+from ansible_operator import cli
+from ansible_operator.core.watches import load_watches
+from ansible_operator.gocompat.strcase import to_snake
+from ansible_operator.scaffold import generate
+from ansible_operator.scaffold import new_api as newapi
 
 REPO = Path(__file__).resolve().parents[2]
 FRESH_WATCHES = (

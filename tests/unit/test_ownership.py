@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from ansible_operator.ownership import (
+from ansible_operator.core.ownership import (
     PRIMARY_RESOURCE,
     PRIMARY_RESOURCE_TYPE,
     Mode,
@@ -19,8 +19,8 @@ from ansible_operator.ownership import (
     owned_by_reference,
     owner_keys,
 )
-from ansible_operator.predicates import dependent_update_passes
-from ansible_operator.watches import GVK
+from ansible_operator.core.predicates import dependent_update_passes
+from ansible_operator.core.watches import GVK
 
 OWNER = Owner("cache.example.com/v1alpha1", "Memcached", "mc", "shop", "uid-1")
 CLUSTER_OWNER = Owner("cache.example.com/v1alpha1", "Memcached", "mc", "", "uid-2")

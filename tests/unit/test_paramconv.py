@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ansible_operator.paramconv import _to_snake, map_to_snake, to_snake
+from ansible_operator.gocompat.strcase import _to_snake, map_to_snake, to_snake
 
 # Upstream's unit vectors (AOP paramconv_test.go).
 UPSTREAM_VECTORS = [

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from ansible_operator.labels import LabelSelector
-from ansible_operator.predicates import (
+from ansible_operator.core.predicates import (
     dependent_event_passes,
     dependent_update_passes,
     event_kind,
     primary_event_passes,
 )
-from ansible_operator.watches import GVK, Watch
+from ansible_operator.core.selectors import LabelSelector
+from ansible_operator.core.watches import GVK, Watch
 
 GVK_ = GVK("cache.example.com", "v1alpha1", "Memcached")
 PLAIN = Watch(gvk=GVK_, role="/r")

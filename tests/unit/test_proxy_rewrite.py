@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from ansible_operator.ownership import PRIMARY_RESOURCE, PRIMARY_RESOURCE_TYPE, Mode, Owner
+from ansible_operator.core.ownership import PRIMARY_RESOURCE, PRIMARY_RESOURCE_TYPE, Mode, Owner
 from ansible_operator.proxy.rewrite import (
     BodyType,
     body_type,

@@ -15,10 +15,10 @@ from urllib.parse import parse_qs, urlsplit
 import aiohttp
 import pytest
 
+from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.kube.client import KubeClient, ResourceInfo
 from ansible_operator.kube.config import Credentials
 from ansible_operator.proxy import INJECTION_OFF_WARNING, Proxy, ProxyStartError
-from ansible_operator.watches import GVK, Watch
 
 OPERATOR_TOKEN = "operator-token"
 MC = GVK("cache.example.com", "v1alpha1", "Memcached")

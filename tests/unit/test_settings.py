@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from ansible_operator.settings import (
+from ansible_operator.core.watches import GVK
+from ansible_operator.runtime.flags import (
     RunSettings,
     SettingsError,
     build_run_settings,
@@ -16,7 +17,6 @@ from ansible_operator.settings import (
     go_parse_int,
     parse_run_args,
 )
-from ansible_operator.watches import GVK
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 SECRET = GVK("", "v1", "Secret")

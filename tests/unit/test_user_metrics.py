@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
-from ansible_operator import user_metrics
-from ansible_operator.user_metrics import (
+from ansible_operator.runtime import user_metrics
+from ansible_operator.runtime.user_metrics import (
     UserMetricError,
     UserMetrics,
     UserMetricsServer,

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from ansible_operator.labels import LabelSelector
-from ansible_operator.watches import (
+from ansible_operator.core.selectors import LabelSelector
+from ansible_operator.core.watches import (
     GVK,
     Finalizer,
     Watch,

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import yaml
 
-from . import certs as certs_mod
-from . import components, processes
-from .binaries import Binaries
-from .components import Component, Layout
-from .kubeapi import LocalApi, insecure_tls, probe
+from ansible_operator.devcluster import certs as certs_mod
+from ansible_operator.devcluster import components, processes
+from ansible_operator.devcluster.binaries import Binaries
+from ansible_operator.devcluster.components import Component, Layout
+from ansible_operator.devcluster.kubeapi import LocalApi, insecure_tls, probe
 
 STATE_DIR_ENV = "ANSIBLE_OPERATOR_DEV_CLUSTER_DIR"
 NODE_NAME = "kwok-node-0"

@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import binaries
-from .cluster import ClusterError, DevCluster
+from ansible_operator.devcluster import binaries
+from ansible_operator.devcluster.cluster import ClusterError, DevCluster
 
 
 def _progress(message: str) -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .binaries import Binaries
-from .certs import ClusterCerts
+from ansible_operator.devcluster.binaries import Binaries
+from ansible_operator.devcluster.certs import ClusterCerts
 
 SERVICE_CIDR = "10.0.0.0/24"
 POD_CIDR = "10.244.0.0/16"

@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from .certs import ClusterCerts
+from ansible_operator.devcluster.certs import ClusterCerts
 
 
 class LocalApi:

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import aiohttp
 
-from .config import Credentials
+from ansible_operator.kube.config import Credentials
 
 
 class ApiError(Exception):

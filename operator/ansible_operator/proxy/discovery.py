@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
+from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
 
 log = logging.getLogger("proxy")
 

@@ -25,12 +25,19 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
-from ..kube.client import ApiError, KubeClient, ResourceInfo, Unreachable, auth_headers, ssl_context
-from ..kube.config import Credentials
-from ..ownership import Mode, Owner, injection_mode, is_owner_itself
-from ..watches import Watch
-from . import requestinfo, rewrite, tunnel
-from .discovery import Discovery
+from ansible_operator.core.ownership import Mode, Owner, injection_mode, is_owner_itself
+from ansible_operator.core.watches import Watch
+from ansible_operator.kube.client import (
+    ApiError,
+    KubeClient,
+    ResourceInfo,
+    Unreachable,
+    auth_headers,
+    ssl_context,
+)
+from ansible_operator.kube.config import Credentials
+from ansible_operator.proxy import requestinfo, rewrite, tunnel
+from ansible_operator.proxy.discovery import Discovery
 
 log = logging.getLogger("proxy")
 

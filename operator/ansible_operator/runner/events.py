@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_operator.durations import parse_go_duration
+from ansible_operator.gocompat.durations import parse_go_duration
 
 DEFAULT_FAILURE_MESSAGE = "unknown playbook failure"
 MISSING_STATS_MESSAGE = "did not receive playbook_on_stats event"

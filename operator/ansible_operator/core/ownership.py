@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .predicates import dependent_view
-from .watches import GVK
+from ansible_operator.core.predicates import dependent_view
+from ansible_operator.core.watches import GVK
 
 PRIMARY_RESOURCE = "operator-sdk/primary-resource"
 PRIMARY_RESOURCE_TYPE = "operator-sdk/primary-resource-type"

@@ -16,7 +16,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from . import __version__
+from ansible_operator import __version__
 
 log = logging.getLogger("metrics")
 

@@ -21,19 +21,24 @@ from typing import Any
 
 import kopf
 
-from . import __version__, logs
-from .controller import Controller
-from .dependents import DependentWatches
-from .kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
-from .kube.config import ConfigError, Credentials
-from .kube.config import load as load_credentials
-from .metrics import EndpointError, Endpoints, OperatorMetrics
-from .proxy import Proxy, ProxyStartError
-from .reconciler import Reconciler
-from .runner import ColdRunner, RunnerError
-from .settings import RunSettings, parse_run_args
-from .user_metrics import UserMetrics, UserMetricsServer, UserMetricsServerError
-from .watches import Watch, WatchesError, load_watches
+from ansible_operator import __version__
+from ansible_operator.core.watches import Watch, WatchesError, load_watches
+from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
+from ansible_operator.kube.config import ConfigError, Credentials
+from ansible_operator.kube.config import load as load_credentials
+from ansible_operator.proxy import Proxy, ProxyStartError
+from ansible_operator.runner import ColdRunner, RunnerError
+from ansible_operator.runtime import logs
+from ansible_operator.runtime.controller import Controller
+from ansible_operator.runtime.dependents import DependentWatches
+from ansible_operator.runtime.flags import RunSettings, parse_run_args
+from ansible_operator.runtime.metrics import EndpointError, Endpoints, OperatorMetrics
+from ansible_operator.runtime.reconciler import Reconciler
+from ansible_operator.runtime.user_metrics import (
+    UserMetrics,
+    UserMetricsServer,
+    UserMetricsServerError,
+)
 
 log = logging.getLogger("cmd")
 

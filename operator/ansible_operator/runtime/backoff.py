@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Mapping
 
-from ansible_operator.durations import parse_go_duration
+from ansible_operator.gocompat.durations import parse_go_duration
 
 RECONCILE_PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
 MAX_RUNNER_ARTIFACTS_ANNOTATION = "ansible.sdk.operatorframework.io/max-runner-artifacts"

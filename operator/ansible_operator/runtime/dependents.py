@@ -20,9 +20,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
-from .ownership import Key, fingerprint, owned_by_annotation, owned_by_reference, owner_keys
-from .watches import GVK, Watch
+from ansible_operator.core.ownership import (
+    Key,
+    fingerprint,
+    owned_by_annotation,
+    owned_by_reference,
+    owner_keys,
+)
+from ansible_operator.core.watches import GVK, Watch
+from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
 
 log = logging.getLogger("dependents")
 

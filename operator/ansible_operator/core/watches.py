@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from ansible_operator.durations import parse_go_duration
-from ansible_operator.labels import LabelSelector
+from ansible_operator.core.selectors import LabelSelector
+from ansible_operator.gocompat.durations import parse_go_duration
 
 DEFAULT_MAX_RUNNER_ARTIFACTS = 20
 DEFAULT_COLLECTIONS_ROOT = "/usr/share/ansible/collections"

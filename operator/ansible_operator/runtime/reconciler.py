@@ -24,14 +24,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import backoff, conditions, recorder
-from .controller import Key, ReconcileError, Result
-from .extravars import build_extra_vars
-from .kube import kubeconfig
-from .kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
-from .metrics import OperatorMetrics
-from .proxy import Proxy
-from .runner import (
+from ansible_operator.core import conditions
+from ansible_operator.core.extravars import build_extra_vars
+from ansible_operator.core.watches import Watch
+from ansible_operator.kube import kubeconfig
+from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
+from ansible_operator.proxy import Proxy
+from ansible_operator.runner import (
     EventLogger,
     LogEventsMode,
     Runner,
@@ -44,10 +43,12 @@ from .runner import (
     new_ident,
     remove_input_dir,
 )
-from .runner.inputdir import DEFAULT_BASE_DIR
-from .settings import RunSettings
-from .status_writer import write_status
-from .watches import Watch
+from ansible_operator.runner.inputdir import DEFAULT_BASE_DIR
+from ansible_operator.runtime import backoff, recorder
+from ansible_operator.runtime.controller import Key, ReconcileError, Result
+from ansible_operator.runtime.flags import RunSettings
+from ansible_operator.runtime.metrics import OperatorMetrics
+from ansible_operator.runtime.status import write_status
 
 log = logging.getLogger("reconciler")
 DELETED_DURING_RUN_REQUEUE = 0.0  # run the finalizer at once rather than upstream's 5 s later

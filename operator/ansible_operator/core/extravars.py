@@ -13,8 +13,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_operator.paramconv import map_to_snake
-from ansible_operator.watches import GVK, Watch
+from ansible_operator.core.watches import GVK, Watch
+from ansible_operator.gocompat.strcase import map_to_snake
 
 UNSAFE_KEY = "__ansible_unsafe"
 META_VAR = "ansible_operator_meta"

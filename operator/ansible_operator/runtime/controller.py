@@ -17,10 +17,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import logs, predicates
-from .backoff import ItemBackoff
-from .watches import Watch
-from .workqueue import ShutDown, WorkQueue
+from ansible_operator.core import predicates
+from ansible_operator.core.watches import Watch
+from ansible_operator.runtime import logs
+from ansible_operator.runtime.backoff import ItemBackoff
+from ansible_operator.runtime.workqueue import ShutDown, WorkQueue
 
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
 log = logging.getLogger("ansible-controller")

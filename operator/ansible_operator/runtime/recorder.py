@@ -11,7 +11,7 @@ import logging
 import uuid
 from typing import Any
 
-from .kube.client import ApiError, KubeClient, Unreachable
+from ansible_operator.kube.client import ApiError, KubeClient, Unreachable
 
 COMPONENT = "ansible-operator"
 MESSAGE_LIMIT = 1024  # the API server refuses Event messages beyond this many bytes

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from .kube.client import ApiError, KubeClient, ResourceInfo
+from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo
 
 CONFLICT_RETRIES = 10
 log = logging.getLogger("status")

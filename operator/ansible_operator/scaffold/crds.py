@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .paramconv import to_snake
+from ansible_operator.gocompat.strcase import to_snake
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 PRESERVE = "x-kubernetes-preserve-unknown-fields"

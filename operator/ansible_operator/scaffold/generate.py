@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from . import crds
-from .watches import GVK, Watch, WatchesError, load_watches, resolve_role
+from ansible_operator.core.watches import GVK, Watch, WatchesError, load_watches, resolve_role
+from ansible_operator.scaffold import crds
 
 SPEC_FILES = ("meta/argument_specs.yml", "meta/argument_specs.yaml")
 DEFAULT_OUTPUT = Path("config/crd/bases")

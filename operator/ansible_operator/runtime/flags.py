@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TextIO
 
-from ansible_operator.durations import parse_go_duration
-from ansible_operator.watches import GVK
+from ansible_operator.core.watches import GVK
+from ansible_operator.gocompat.durations import parse_go_duration
 
 PROG = "ansible-operator"
 LOG_EVENTS = ("Tasks", "Everything", "Nothing")

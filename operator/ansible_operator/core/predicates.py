@@ -12,7 +12,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_operator.watches import Watch
+from ansible_operator.core.watches import Watch
 
 CREATE = "create"
 UPDATE = "update"

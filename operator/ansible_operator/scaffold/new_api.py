@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from . import crds, generate
-from .watches import WatchesError, load_watches
+from ansible_operator.core.watches import WatchesError, load_watches
+from ansible_operator.scaffold import crds, generate
 
 TEMPLATES = Path(__file__).parent / "templates" / "new_api"
 WATCH_MARKER = "# +kubebuilder:scaffold:watch"

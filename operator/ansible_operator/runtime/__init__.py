@@ -1,0 +1,2 @@
+"""``ansible-operator run``: flags, the manager, controllers and their work queues, the
+reconcile contract, the reconciler, status, Events, dependent watches, metrics and logs."""
