@@ -9,7 +9,6 @@ from ansible_operator.runtime.backoff import (
     RECONCILE_PERIOD_ANNOTATION,
     VERBOSITY_ANNOTATION,
     ItemBackoff,
-    go_atoi,
     max_runner_artifacts,
     requeue_delay,
     verbosity,
@@ -221,37 +220,3 @@ def test_max_runner_artifacts(
 )
 def test_verbosity(annotations: dict[str, str] | None, expected: tuple[int, str | None]) -> None:
     assert verbosity(annotations, 2) == expected
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("0", 0),
-        ("42", 42),
-        ("-42", -42),
-        ("+42", 42),
-        ("007", 7),
-        ("9223372036854775807", 2**63 - 1),
-    ],
-)
-def test_go_atoi(text: str, value: int) -> None:
-    assert go_atoi(text) == value
-
-
-@pytest.mark.parametrize(
-    ("text", "problem"),
-    [
-        ("", "invalid syntax"),
-        ("+", "invalid syntax"),
-        ("0x10", "invalid syntax"),
-        ("1e3", "invalid syntax"),
-        ("\uff11", "invalid syntax"),  # a full-width digit, which Python's int() would accept
-        ("9223372036854775808", "value out of range"),
-        ("-9223372036854775809", "value out of range"),
-    ],
-)
-def test_go_atoi_errors(text: str, problem: str) -> None:
-    with pytest.raises(ValueError) as excinfo:
-        go_atoi(text)
-    assert str(excinfo.value).endswith(problem)
-    assert str(excinfo.value).startswith("strconv.Atoi: parsing ")

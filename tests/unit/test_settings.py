@@ -13,8 +13,6 @@ from ansible_operator.runtime.flags import (
     SettingsError,
     build_run_settings,
     default_max_concurrent_reconciles,
-    go_parse_bool,
-    go_parse_int,
     parse_run_args,
 )
 
@@ -571,64 +569,3 @@ def test_ansible_verbosity_for(env: dict[str, str], gvk: GVK, expected: int) -> 
 def test_env_messages_for(env: dict[str, str], messages: list[str]) -> None:
     s = build_run_settings(["--max-concurrent-reconciles=4"], env)
     assert s.env_messages_for(MEMCACHED) == messages
-
-
-# --- Go value parsers ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("0", 0),
-        ("42", 42),
-        ("-42", -42),
-        ("+42", 42),
-        ("0x1F", 31),
-        ("0X1f", 31),
-        ("0o17", 15),
-        ("017", 15),
-        ("0b101", 5),
-        ("1_000", 1000),
-        ("9223372036854775807", 2**63 - 1),
-        ("-9223372036854775808", -(2**63)),
-    ],
-)
-def test_go_parse_int(text: str, value: int) -> None:
-    assert go_parse_int(text) == value
-
-
-@pytest.mark.parametrize(
-    ("text", "problem"),
-    [
-        ("", "invalid syntax"),
-        ("-", "invalid syntax"),
-        ("1.5", "invalid syntax"),
-        ("089", "invalid syntax"),
-        ("0x", "invalid syntax"),
-        ("_1", "invalid syntax"),
-        ("1__0", "invalid syntax"),
-        (" 1", "invalid syntax"),
-        ("\uff11", "invalid syntax"),
-        ("9223372036854775808", "value out of range"),
-    ],
-)
-def test_go_parse_int_errors(text: str, problem: str) -> None:
-    with pytest.raises(ValueError) as excinfo:
-        go_parse_int(text)
-    assert str(excinfo.value) == f'strconv.ParseInt: parsing "{text}": {problem}'
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [(t, True) for t in ("1", "t", "T", "TRUE", "true", "True")]
-    + [(f, False) for f in ("0", "f", "F", "FALSE", "false", "False")],
-)
-def test_go_parse_bool(text: str, value: bool) -> None:
-    assert go_parse_bool(text) is value
-
-
-@pytest.mark.parametrize("text", ["", "yes", "no", "tRUE", "on", "2"])
-def test_go_parse_bool_errors(text: str) -> None:
-    with pytest.raises(ValueError) as excinfo:
-        go_parse_bool(text)
-    assert str(excinfo.value) == f'strconv.ParseBool: parsing "{text}": invalid syntax'

@@ -8,10 +8,10 @@ here reads a clock, and annotation helpers return `(value, message)` in upstream
 
 from __future__ import annotations
 
-import re
 from collections.abc import Hashable, Mapping
 
 from ansible_operator.gocompat.durations import parse_go_duration
+from ansible_operator.gocompat.strconv import atoi
 
 RECONCILE_PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
 MAX_RUNNER_ARTIFACTS_ANNOTATION = "ansible.sdk.operatorframework.io/max-runner-artifacts"
@@ -21,9 +21,6 @@ DEFAULT_BASE_DELAY = 0.5
 DEFAULT_MAX_DELAY = 1000.0
 DEFAULT_RECONCILE_PERIOD = 10 * 3600.0  # --reconcile-period default, 10h
 MAX_VERBOSITY = 7
-
-_INT64_MAX = (1 << 63) - 1
-_GO_INT = re.compile(r"^[+-]?[0-9]+$")
 
 
 class ItemBackoff:
@@ -60,18 +57,6 @@ class ItemBackoff:
         return len(self._failures)
 
 
-def go_atoi(text: str) -> int:
-    """Go's strconv.Atoi: optional sign and decimal digits only, within int64; ValueError with
-    Go's message otherwise."""
-    quoted = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if not _GO_INT.match(text):
-        raise ValueError(f"strconv.Atoi: parsing {quoted}: invalid syntax")
-    value = int(text)
-    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
-        raise ValueError(f"strconv.Atoi: parsing {quoted}: value out of range")
-    return value
-
-
 def requeue_delay(
     annotations: Mapping[str, str] | None,
     watch_period: float | None,
@@ -104,7 +89,7 @@ def max_runner_artifacts(
     if raw is None:
         return watch_value, None
     try:
-        return go_atoi(str(raw)), None
+        return atoi(str(raw)), None
     except ValueError as e:
         return watch_value, f"Invalid max runner artifact annotation: {e}"
 
@@ -119,7 +104,7 @@ def verbosity(annotations: Mapping[str, str] | None, default: int) -> tuple[int,
     if raw is None:
         return default, None
     try:
-        value = go_atoi(str(raw))
+        value = atoi(str(raw))
     except ValueError as e:
         return default, f"Invalid ansible verbosity annotation: {e}"
     if value < 0:
