@@ -1,14 +1,14 @@
-"""Backoff delays, the periodic requeue and the per-CR annotations, with explicit numbers."""
+"""Backoff delays (per key, per retry loop), the periodic requeue, the per-CR annotations."""
 
 from __future__ import annotations
 
 import pytest
 
+from ansible_operator.core.backoff import Backoff, ItemBackoff, exponential_delay
 from ansible_operator.runtime.backoff import (
     MAX_RUNNER_ARTIFACTS_ANNOTATION,
     RECONCILE_PERIOD_ANNOTATION,
     VERBOSITY_ANNOTATION,
-    ItemBackoff,
     max_runner_artifacts,
     requeue_delay,
     verbosity,
@@ -78,6 +78,34 @@ def test_many_failures_stay_at_cap() -> None:
 def test_invalid_delays(base: float, cap: float) -> None:
     with pytest.raises(ValueError):
         ItemBackoff(base_delay=base, max_delay=cap)
+    with pytest.raises(ValueError):
+        Backoff(base=base, cap=cap)
+
+
+@pytest.mark.parametrize(
+    ("failures", "base", "cap", "delay"),
+    [
+        (0, 1.0, 30.0, 1.0),
+        (4, 1.0, 30.0, 16.0),
+        (5, 1.0, 30.0, 30.0),
+        (3, 0.05, 1.0, 0.4),
+        (5, 0.05, 1.0, 1.0),
+        (0, 1.0, 0.01, 0.01),  # a cap below the base caps the first delay too
+        (1023, 1.0, 30.0, 30.0),
+        (5000, 1.0, 30.0, 30.0),  # no float overflow
+    ],
+)
+def test_exponential_delay(failures: int, base: float, cap: float, delay: float) -> None:
+    assert exponential_delay(failures, base=base, cap=cap) == pytest.approx(delay)
+
+
+def test_retry_loop_backoff_doubles_and_resets() -> None:
+    backoff = Backoff(base=1.0, cap=30.0)
+    assert [backoff.next_delay() for _ in range(7)] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+    assert backoff.failures == 7
+    backoff.reset()
+    assert backoff.failures == 0
+    assert [backoff.next_delay() for _ in range(2)] == [1.0, 2.0]
 
 
 @pytest.mark.parametrize(

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_operator.core import predicates
+from ansible_operator.core.backoff import ItemBackoff
 from ansible_operator.core.watches import Watch
 from ansible_operator.runtime import logs
-from ansible_operator.runtime.backoff import ItemBackoff
 from ansible_operator.runtime.workqueue import ShutDown, WorkQueue
 
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects

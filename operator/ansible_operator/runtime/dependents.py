@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_operator.core.backoff import Backoff
 from ansible_operator.core.ownership import (
     Key,
     fingerprint,
@@ -255,7 +256,7 @@ class DependentWatches:
         state = kind.states.setdefault(scope, {})
         version: str | None = None
         listed = False
-        delay = 1.0
+        backoff = Backoff(base=1.0, cap=self._max_backoff)
         fields = {"dependent": str(kind.gvk), "namespace": scope}
         while True:
             try:
@@ -263,7 +264,7 @@ class DependentWatches:
                     version = await self._list(kind, scope, state, relist=listed)
                     listed = True
                 version = await self._watch(kind, scope, state, version)
-                delay = 1.0
+                backoff.reset()
                 continue
             except _Gone:
                 version = None
@@ -279,8 +280,7 @@ class DependentWatches:
                 log.info("Dependent watch interrupted", extra={**fields, "error": str(err)})
             except Exception:
                 log.exception("Dependent watch crashed", extra=fields)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self._max_backoff)
+            await asyncio.sleep(backoff.next_delay())
 
     async def _list(
         self, kind: KindWatch, scope: str, state: dict[Key, Entry], *, relist: bool

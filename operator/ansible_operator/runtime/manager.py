@@ -22,6 +22,7 @@ from typing import Any
 import kopf
 
 from ansible_operator import __version__
+from ansible_operator.core.backoff import Backoff
 from ansible_operator.core.watches import Watch, WatchesError, load_watches
 from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
 from ansible_operator.kube.config import ConfigError, Credentials
@@ -195,8 +196,9 @@ class Operator:
 
     async def _wait_for_api_server(self, stop: asyncio.Event) -> None:
         """Start only once the API server answers; an outage at start is waited out."""
-        delay = 1.0
+        backoff = Backoff(base=1.0, cap=30.0)
         while not stop.is_set():
+            delay = backoff.next_delay()
             try:
                 await self.client.get("/version")
                 return
@@ -207,7 +209,6 @@ class Operator:
                 )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), delay)
-            delay = min(delay * 2, 30.0)
 
     async def _watch(self, stop: asyncio.Event) -> None:
         """kopf's watches; restarted if they ever give up (a very long API outage, say)."""

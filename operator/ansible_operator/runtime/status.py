@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ansible_operator.core.backoff import exponential_delay
 from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo
 
 CONFLICT_RETRIES = 10
@@ -51,7 +52,7 @@ async def write_status(
             if err.status != 409:
                 raise
             log.debug("status write conflict, retrying", extra={"attempt": attempt})
-            await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+            await asyncio.sleep(exponential_delay(attempt, base=0.05, cap=1.0))
     raise ApiError(
         409, "Conflict", f"status of {name} kept changing under {CONFLICT_RETRIES} writes"
     )
