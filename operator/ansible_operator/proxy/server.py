@@ -38,25 +38,12 @@ from ansible_operator.kube.client import (
 from ansible_operator.kube.config import Credentials
 from ansible_operator.proxy import requestinfo, rewrite, tunnel
 from ansible_operator.proxy.discovery import Discovery
+from ansible_operator.proxy.headers import end_to_end
 
 log = logging.getLogger("proxy")
 
 INJECTION_OFF_WARNING = "Warning: injection of owner references and dependent watches is turned off"
-_HOP_BY_HOP = frozenset(
-    h.lower()
-    for h in (
-        "Connection",
-        "Keep-Alive",
-        "Proxy-Authenticate",
-        "Proxy-Authorization",
-        "Proxy-Connection",
-        "TE",
-        "Trailer",
-        "Transfer-Encoding",
-        "Upgrade",
-    )
-)
-_NOT_FORWARDED = _HOP_BY_HOP | {"host", "authorization", "content-length", "expect"}
+_SET_HERE = ("host", "authorization", "content-length", "expect")  # by aiohttp or by us
 _WRITES = frozenset({"create", "update", "patch"})
 _READS = frozenset({"get", "list"})
 MAX_BODY = 32 * 1024 * 1024  # the API server takes 3 MiB objects; this leaves room
@@ -201,10 +188,7 @@ class Proxy:
             return _status(500, "InternalError", f"proxy: {type(err).__name__}: {err}")
 
     def _upstream_headers(self, request: web.BaseRequest) -> CIMultiDict[str]:
-        headers: CIMultiDict[str] = CIMultiDict()
-        for name, value in request.headers.items():
-            if name.lower() not in _NOT_FORWARDED:
-                headers.add(name, value)
+        headers = CIMultiDict(end_to_end(request.headers.items(), drop=_SET_HERE))
         headers.update(auth_headers(self.creds))
         return headers
 
@@ -237,9 +221,8 @@ class Proxy:
             allow_redirects=False,
         ) as upstream:
             response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-            for name, value in upstream.headers.items():
-                if name.lower() not in _HOP_BY_HOP and name.lower() != "content-length":
-                    response.headers.add(name, value)
+            for name, value in end_to_end(upstream.headers.items(), drop=["content-length"]):
+                response.headers.add(name, value)
             if upstream.content_length is not None and not upstream.headers.get(
                 "Transfer-Encoding"
             ):
