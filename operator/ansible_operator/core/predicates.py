@@ -12,6 +12,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_operator.core import objects
 from ansible_operator.core.watches import Watch
 
 CREATE = "create"
@@ -37,24 +38,9 @@ def event_kind(event_type: str) -> str:
     return kind
 
 
-def _metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    meta = obj.get("metadata") if obj else None
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _generation(obj: Mapping[str, Any] | None) -> int:
-    value = _metadata(obj).get("generation")
+    value = objects.metadata(obj).get("generation")
     return value if isinstance(value, int) else 0
-
-
-def _annotations(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    value = _metadata(obj).get("annotations")
-    return value if isinstance(value, Mapping) else {}
-
-
-def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
-    value = _metadata(obj).get("labels")
-    return value if isinstance(value, Mapping) else {}
 
 
 def _without(obj: Mapping[str, Any], *, drop_managed_fields: bool) -> dict[str, Any]:
@@ -95,13 +81,13 @@ def primary_event_passes(
     subject = new if new is not None else old
     if subject is None:
         return False
-    if not watch.selector.matches(_labels(subject)):
+    if not watch.selector.matches(objects.labels(subject)):
         return False
     if kind in (CREATE, DELETE):
         return True
     if old is None or new is None:
         return False
-    if watch.watch_annotations_changes and _annotations(old) != _annotations(new):
+    if watch.watch_annotations_changes and objects.annotations(old) != objects.annotations(new):
         return True
     old_generation, new_generation = _generation(old), _generation(new)
     if old_generation != new_generation:

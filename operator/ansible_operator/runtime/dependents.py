@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_operator.core import objects
 from ansible_operator.core.backoff import Backoff
 from ansible_operator.core.ownership import (
     Key,
@@ -101,11 +102,6 @@ def event_owners(
     return frozenset(found)
 
 
-def _key(obj: Mapping[str, Any]) -> Key:
-    meta = obj.get("metadata") or {}
-    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-
-
 def apply_event(
     state: dict[Key, Entry],
     event_type: str,
@@ -121,7 +117,7 @@ def apply_event(
     except during a relist, where an unknown object is a create. The owners of both the old and
     the new object are returned, as controller-runtime's owner handler does.
     """
-    key = _key(obj)
+    key = objects.key(obj)
     old = state.get(key)
     owners = owners_of(obj)
     if event_type == "DELETED":
@@ -211,7 +207,7 @@ class DependentWatches:
             log.debug("Skipping, because gvk is blacklisted", extra={"gvk": str(gvk)})
             return
         if resource.namespaced:
-            namespace = _key(obj)[0]
+            namespace = objects.key(obj)[0]
             if self._namespaces and namespace not in self._namespaces:
                 return
         elif self._namespaces:
@@ -291,7 +287,7 @@ class DependentWatches:
         while True:
             page = await self._client.get(self._path(kind, scope), params=params)
             for obj in page.get("items") or []:
-                seen.add(_key(obj))
+                seen.add(objects.key(obj))
                 if relist:
                     self._enqueue(kind, apply_event(state, "MODIFIED", obj, owners_of, relist=True))
                 else:
@@ -346,7 +342,7 @@ class DependentWatches:
                 extra={
                     "dependent": str(kind.gvk),
                     "event": event_type,
-                    "object": "/".join(_key(obj)) if obj else "",
+                    "object": "/".join(objects.key(obj)) if obj else "",
                     "owner": f"{owner_gvk.kind} {'/'.join(key).lstrip('/')}",
                 },
             )
