@@ -1,9 +1,10 @@
 """A small asynchronous Kubernetes API client on aiohttp (kopf's own HTTP library).
 
 The operator needs a handful of verbs on arbitrary kinds: get, replace, patch, create, delete
-and discovery. The official client would cost tens of MiB in the operator process for that, so
-this module speaks JSON over HTTPS directly. Errors are typed: ``ApiError`` carries the status,
-reason and message the API server returned; ``Unreachable`` means no answer at all.
+and watch (``discovery`` builds on them). The official client would cost tens of MiB in the
+operator process for that, so this module speaks JSON over HTTPS directly. Errors are typed:
+``ApiError`` carries the status, reason and message the API server returned; ``Unreachable``
+means no answer at all.
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ class Unreachable(Exception):
     """The API server did not answer (refused, reset, timed out)."""
 
 
+def group_version_path(group: str, version: str) -> str:
+    """The API path of a group-version: ``/apis/<group>/<version>``, ``/api/<version>`` for the
+    core group."""
+    return f"/apis/{group}/{version}" if group else f"/api/{version}"
+
+
 @dataclass(frozen=True)
 class ResourceInfo:
     """What discovery says about a kind: its plural name and whether it lives in namespaces."""
@@ -50,7 +57,7 @@ class ResourceInfo:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        base = group_version_path(self.group, self.version)
         if self.namespaced and namespace:
             base += f"/namespaces/{quote(namespace)}"
         base += f"/{self.plural}"
@@ -99,13 +106,20 @@ def _decode(raw: bytes) -> Any:
         return raw.decode(errors="replace").strip()
 
 
+def _api_error(resp: aiohttp.ClientResponse, payload: Any) -> ApiError:
+    """The API server's refusal: its Status object's reason and message where it sent one."""
+    data = payload if isinstance(payload, dict) else {}
+    return ApiError(
+        resp.status, str(data.get("reason") or resp.reason), str(data.get("message") or payload)
+    )
+
+
 class KubeClient:
     def __init__(self, creds: Credentials, *, timeout: float = 30) -> None:
         self.creds = creds
         self._ssl = ssl_context(creds)
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
-        self._discovery: dict[tuple[str, str], dict[str, ResourceInfo]] = {}
 
     async def close(self) -> None:
         if self._session is not None:
@@ -140,12 +154,7 @@ class KubeClient:
             ) as resp:
                 payload = _decode(await resp.read())
                 if resp.status >= 400:
-                    data = payload if isinstance(payload, dict) else {}
-                    raise ApiError(
-                        resp.status,
-                        str(data.get("reason") or resp.reason),
-                        str(data.get("message") or payload),
-                    )
+                    raise _api_error(resp, payload)
                 return payload
         except (TimeoutError, aiohttp.ClientConnectionError) as err:
             raise Unreachable(
@@ -173,13 +182,7 @@ class KubeClient:
                 timeout=timeout,
             ) as resp:
                 if resp.status >= 400:
-                    payload = _decode(await resp.read())
-                    data = payload if isinstance(payload, dict) else {}
-                    raise ApiError(
-                        resp.status,
-                        str(data.get("reason") or resp.reason),
-                        str(data.get("message") or payload),
-                    )
+                    raise _api_error(resp, _decode(await resp.read()))
                 buffer = b""
                 async for chunk in resp.content.iter_any():
                     buffer += chunk
@@ -191,20 +194,3 @@ class KubeClient:
             raise Unreachable(
                 f"watch {self.creds.server}{path}: {err or type(err).__name__}"
             ) from err
-
-    async def resource(self, api_version: str, kind: str) -> ResourceInfo:
-        """Discovery for ``kind`` in ``api_version``, cached; ApiError 404 when not served."""
-        group, _, version = api_version.rpartition("/")
-        key = (group, version)
-        if key not in self._discovery or kind not in self._discovery[key]:
-            path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-            listing = await self.get(path)
-            self._discovery[key] = {
-                r["kind"]: ResourceInfo(group, version, r["kind"], r["name"], r["namespaced"])
-                for r in listing.get("resources", [])
-                if "/" not in r["name"]
-            }
-        try:
-            return self._discovery[key][kind]
-        except KeyError:
-            raise ApiError(404, "NotFound", f"{kind} is not served by {api_version}") from None

@@ -36,8 +36,8 @@ from ansible_operator.kube.client import (
     ssl_context,
 )
 from ansible_operator.kube.config import Credentials
+from ansible_operator.kube.discovery import Discovery, ServedResource
 from ansible_operator.proxy import requestinfo, rewrite, tunnel
-from ansible_operator.proxy.discovery import Discovery
 from ansible_operator.proxy.headers import end_to_end
 
 log = logging.getLogger("proxy")
@@ -88,6 +88,7 @@ class Proxy:
         port: int,
         inject_owner_refs: bool = True,
         dependents: DependentHook | None = None,
+        discovery: Discovery | None = None,  # None: a cache of its own
         host: str = "127.0.0.1",
     ) -> None:
         self.creds = creds
@@ -96,7 +97,7 @@ class Proxy:
         self.inject_owner_refs = inject_owner_refs
         self.dependents = dependents if inject_owner_refs else None
         self._client = client
-        self._discovery = Discovery(client)
+        self._discovery = discovery or Discovery(client)
         self._upstream = URL(creds.server)
         self._ssl = ssl_context(creds)
         self._runs: dict[str, Run] = {}
@@ -192,6 +193,15 @@ class Proxy:
         headers.update(auth_headers(self.creds))
         return headers
 
+    async def _served(self, info: requestinfo.RequestInfo) -> ServedResource | None:
+        """The written kind as discovery knows it; None (the body goes untouched) when it is
+        not served or discovery failed."""
+        try:
+            return await self._discovery.by_plural(info.group, info.version, info.resource)
+        except (ApiError, Unreachable) as err:
+            log.info("Discovery failed", extra={"api_version": info.api_version, "error": str(err)})
+            return None
+
     async def _forward(self, request: web.Request, run: Run) -> web.StreamResponse:
         assert self._session is not None
         started = time.monotonic()
@@ -200,7 +210,7 @@ class Proxy:
         direct = info.is_resource and not info.subresource
         served = None
         if direct and info.verb in _WRITES and self.inject_owner_refs:
-            served = await self._discovery.lookup(info.group, info.version, info.resource)
+            served = await self._served(info)
             if body and served is not None and not served.is_virtual:
                 body = await self._inject(run, info, served.info, request, body)
         elif info.verb in _READS:

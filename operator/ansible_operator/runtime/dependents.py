@@ -31,6 +31,7 @@ from ansible_operator.core.ownership import (
 )
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
+from ansible_operator.kube.discovery import Discovery
 
 log = logging.getLogger("dependents")
 
@@ -142,11 +143,13 @@ class DependentWatches:
         owners: Iterable[OwnerKind] = (),
         *,
         watch_namespaces: tuple[str, ...] = (),
+        discovery: Discovery | None = None,  # None: a cache of its own
         server_timeout: int = 300,
         max_backoff: float = 30.0,
         page_size: int = 500,
     ) -> None:
         self._client = client
+        self._discovery = discovery or Discovery(client)
         self.owners: dict[GVK, OwnerKind] = {o.watch.gvk: o for o in owners}
         self._namespaces = watch_namespaces
         self._server_timeout = server_timeout
@@ -168,7 +171,7 @@ class DependentWatches:
         for gvk, owner in self.owners.items():
             try:
                 owner.namespaced = (
-                    await self._client.resource(gvk.api_version, gvk.kind)
+                    await self._discovery.resource(gvk.api_version, gvk.kind)
                 ).namespaced
             except (ApiError, Unreachable) as err:
                 log.info(
@@ -361,7 +364,7 @@ class DependentWatches:
         if not watches:
             return
         try:
-            resources = await self._served_resources()
+            resources = [served.info for served in await self._discovery.listable()]
         except (ApiError, Unreachable) as err:
             log.info("Dependent watch recovery skipped", extra={"error": str(err)})
             return
@@ -373,34 +376,6 @@ class DependentWatches:
 
         await asyncio.gather(*(scan(r) for r in resources))
         log.info("Dependent watches recovered", extra={"kinds": len(self.kinds)})
-
-    async def _served_resources(self) -> list[ResourceInfo]:
-        group_versions: list[tuple[str, str]] = []
-        core = await self._client.get("/api")
-        group_versions += [("", v) for v in core.get("versions") or []]
-        groups = await self._client.get("/apis")
-        for group in groups.get("groups") or []:
-            preferred = (group.get("preferredVersion") or {}).get("version")
-            if preferred:
-                group_versions.append((group["name"], preferred))
-        resources: list[ResourceInfo] = []
-        for group, version in group_versions:
-            path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-            try:
-                listing = await self._client.get(path)
-            except ApiError:
-                continue  # an aggregated API that is down
-            for item in listing.get("resources") or []:
-                if "/" in item.get("name", "/") or not {"list", "watch"} <= set(
-                    item.get("verbs") or ()
-                ):
-                    continue
-                resources.append(
-                    ResourceInfo(
-                        group, version, item["kind"], item["name"], bool(item.get("namespaced"))
-                    )
-                )
-        return resources
 
     async def _scan(self, resource: ResourceInfo, watches: list[Watch]) -> None:
         if resource.namespaced:

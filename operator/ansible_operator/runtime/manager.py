@@ -27,6 +27,7 @@ from ansible_operator.core.watches import Watch, WatchesError, load_watches
 from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
 from ansible_operator.kube.config import ConfigError, Credentials
 from ansible_operator.kube.config import load as load_credentials
+from ansible_operator.kube.discovery import Discovery
 from ansible_operator.proxy import Proxy, ProxyStartError
 from ansible_operator.runner import ColdRunner, RunnerError
 from ansible_operator.runtime import logs
@@ -68,6 +69,7 @@ class Operator:
         self.settings = settings
         self.creds = creds
         self.client = KubeClient(creds)
+        self.discovery = Discovery(self.client)
         self.runner = ColdRunner()
         self.registry = kopf.OperatorRegistry()
         self.metrics = OperatorMetrics()
@@ -81,13 +83,16 @@ class Operator:
         except ValueError as err:
             raise StartupError(str(err)) from None
         # The API proxy the runs talk through, and the watches on what they create.
-        self.dependents = DependentWatches(self.client, watch_namespaces=settings.watch_namespaces)
+        self.dependents = DependentWatches(
+            self.client, watch_namespaces=settings.watch_namespaces, discovery=self.discovery
+        )
         self.proxy = Proxy(
             creds,
             client=self.client,
             port=settings.proxy_port,
             inject_owner_refs=settings.inject_owner_ref,
             dependents=self.dependents,
+            discovery=self.discovery,
         )
         self.controllers: list[Controller] = []
         for watch in watches:
