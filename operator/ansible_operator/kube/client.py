@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 import aiohttp
 
+from ansible_operator.core.watches import GVK
 from ansible_operator.kube.config import Credentials
 
 
@@ -53,8 +54,8 @@ class ResourceInfo:
     namespaced: bool
 
     @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
+    def gvk(self) -> GVK:
+        return GVK(self.group, self.version, self.kind)
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
         base = group_version_path(self.group, self.version)
@@ -194,3 +195,18 @@ class KubeClient:
             raise Unreachable(
                 f"watch {self.creds.server}{path}: {err or type(err).__name__}"
             ) from err
+
+
+async def list_pages(
+    client: KubeClient, path: str, limit: int, *, accept: str | None = None
+) -> AsyncIterator[dict[str, Any]]:
+    """A paginated list, ``limit`` objects a page, following each page's ``continue`` token."""
+    params = {"limit": str(limit)}
+    headers = {"Accept": accept} if accept else None
+    while True:
+        page: dict[str, Any] = await client.request("GET", path, params=params, headers=headers)
+        yield page
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return
+        params = {**params, "continue": token}

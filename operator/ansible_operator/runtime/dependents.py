@@ -30,7 +30,13 @@ from ansible_operator.core.ownership import (
     owner_keys,
 )
 from ansible_operator.core.watches import GVK, Watch
-from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
+from ansible_operator.kube.client import (
+    ApiError,
+    KubeClient,
+    ResourceInfo,
+    Unreachable,
+    list_pages,
+)
 from ansible_operator.kube.discovery import Discovery
 
 log = logging.getLogger("dependents")
@@ -73,8 +79,7 @@ class KindWatch:
 
     @property
     def gvk(self) -> GVK:
-        r = self.resource
-        return GVK(r.group, r.version, r.kind)
+        return self.resource.gvk
 
 
 class _Gone(Exception):
@@ -205,7 +210,7 @@ class DependentWatches:
         by_annotation = owned_by_annotation(obj, watch.gvk) is not None
         if not (by_reference or by_annotation):
             return
-        gvk = GVK(resource.group, resource.version, resource.kind)
+        gvk = resource.gvk
         if watch.is_blacklisted(gvk):
             log.debug("Skipping, because gvk is blacklisted", extra={"gvk": str(gvk)})
             return
@@ -286,23 +291,19 @@ class DependentWatches:
     ) -> str:
         owners_of = self._owners_of(kind)
         seen: set[Key] = set()
-        params: dict[str, str] = {"limit": str(self._page_size)}
-        while True:
-            page = await self._client.get(self._path(kind, scope), params=params)
+        version = ""
+        async for page in list_pages(self._client, self._path(kind, scope), self._page_size):
             for obj in page.get("items") or []:
                 seen.add(objects.key(obj))
                 if relist:
                     self._enqueue(kind, apply_event(state, "MODIFIED", obj, owners_of, relist=True))
                 else:
                     apply_event(state, "ADDED", obj, owners_of)
-            meta = page.get("metadata") or {}
-            if not meta.get("continue"):
-                break
-            params["continue"] = meta["continue"]
+            version = str((page.get("metadata") or {}).get("resourceVersion") or "")
         for key in list(state):
             if key not in seen:  # deleted while we were not watching
                 self._enqueue(kind, state.pop(key).owners)
-        return str(meta.get("resourceVersion") or "")
+        return version
 
     async def _watch(
         self, kind: KindWatch, scope: str, state: dict[Key, Entry], version: str
@@ -385,25 +386,17 @@ class DependentWatches:
         else:
             return
         for scope in scopes:
-            params: dict[str, str] = {"limit": str(self._page_size)}
-            while True:
-                try:
-                    page = await self._client.request(
-                        "GET",
-                        resource.path(scope),
-                        params=params,
-                        headers={"Accept": METADATA_LIST},
-                    )
-                except (ApiError, Unreachable) as err:
-                    log.debug(
-                        "Not scanned for dependents",
-                        extra={"resource": resource.plural, "error": str(err)},
-                    )
-                    return
-                for obj in page.get("items") or []:
-                    for watch in watches:
-                        self.observe(watch, resource, obj)
-                meta = page.get("metadata") or {}
-                if not meta.get("continue"):
-                    break
-                params["continue"] = meta["continue"]
+            pages = list_pages(
+                self._client, resource.path(scope), self._page_size, accept=METADATA_LIST
+            )
+            try:
+                async for page in pages:
+                    for obj in page.get("items") or []:
+                        for watch in watches:
+                            self.observe(watch, resource, obj)
+            except (ApiError, Unreachable) as err:
+                log.debug(
+                    "Not scanned for dependents",
+                    extra={"resource": resource.plural, "error": str(err)},
+                )
+                return
