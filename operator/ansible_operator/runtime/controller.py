@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_operator.core import objects, predicates
+from ansible_operator.core import predicates
 from ansible_operator.core.backoff import ItemBackoff
 from ansible_operator.core.watches import Watch
 from ansible_operator.runtime import logs
@@ -74,7 +74,8 @@ class Controller:
         self._busy: set[asyncio.Task[Any]] = set()
 
     def handle_event(self, event_type: str | None, obj: dict[str, Any]) -> None:
-        key: Key = objects.key(obj)
+        meta = obj.get("metadata", {})
+        key: Key = (meta.get("namespace") or "", meta.get("name", ""))
         old = self._seen.get(key)
         if event_type == "DELETED":
             self._seen.pop(key, None)
