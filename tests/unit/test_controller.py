@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from ansible_operator.core.watches import GVK, Watch
-from ansible_operator.runtime.controller import Controller, ReconcileError, Result
+from ansible_operator.runtime.controller import Controller
+from ansible_operator.runtime.reconcile import ReconcileError, Result
 
 WATCH = Watch(gvk=GVK("test.example.com", "v1", "Thing"), role="/roles/thing")
 

@@ -1,29 +1,17 @@
-"""When to run a CR again: per-key failure backoff, the periodic requeue, per-CR annotations.
+"""When to retry a failed reconcile: per-key exponential backoff.
 
 `ItemBackoff` is controller-runtime's per-item exponential limiter (doubling, capped at 1000 s)
 with a deliberate difference: a 0.5 s base instead of 5 ms, because upstream's base re-runs a
 failing playbook back-to-back (5, 10, 20, 40 ms, ...), each run costing seconds of CPU. Nothing
-here reads a clock, and annotation helpers return `(value, message)` in upstream's wording.
+here reads a clock.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Hashable, Mapping
-
-from ansible_operator.gocompat.durations import parse_go_duration
-
-RECONCILE_PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
-MAX_RUNNER_ARTIFACTS_ANNOTATION = "ansible.sdk.operatorframework.io/max-runner-artifacts"
-VERBOSITY_ANNOTATION = "ansible.sdk.operatorframework.io/verbosity"
+from collections.abc import Hashable
 
 DEFAULT_BASE_DELAY = 0.5
 DEFAULT_MAX_DELAY = 1000.0
-DEFAULT_RECONCILE_PERIOD = 10 * 3600.0  # --reconcile-period default, 10h
-MAX_VERBOSITY = 7
-
-_INT64_MAX = (1 << 63) - 1
-_GO_INT = re.compile(r"^[+-]?[0-9]+$")
 
 
 class ItemBackoff:
@@ -58,75 +46,3 @@ class ItemBackoff:
 
     def __len__(self) -> int:
         return len(self._failures)
-
-
-def go_atoi(text: str) -> int:
-    """Go's strconv.Atoi: optional sign and decimal digits only, within int64; ValueError with
-    Go's message otherwise."""
-    quoted = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if not _GO_INT.match(text):
-        raise ValueError(f"strconv.Atoi: parsing {quoted}: invalid syntax")
-    value = int(text)
-    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
-        raise ValueError(f"strconv.Atoi: parsing {quoted}: value out of range")
-    return value
-
-
-def requeue_delay(
-    annotations: Mapping[str, str] | None,
-    watch_period: float | None,
-    flag_period: float = DEFAULT_RECONCILE_PERIOD,
-) -> tuple[float | None, str | None]:
-    """The periodic requeue for one CR: annotation, else the watch's period, else the flag.
-
-    Returns `(seconds, None)`, or `(None, None)` when periodic requeue is off (a period of zero
-    or less, e.g. the annotation `"0s"`). A bad annotation returns the watch/flag period and
-    upstream's message `Unable to parse reconcile period annotation: <err>`, which the caller
-    writes as a Failure condition before retrying with backoff.
-    """
-    fallback = watch_period if watch_period else flag_period
-    fallback_delay = fallback if fallback > 0 else None
-    raw = (annotations or {}).get(RECONCILE_PERIOD_ANNOTATION)
-    if raw is None:
-        return fallback_delay, None
-    try:
-        period = parse_go_duration(str(raw))
-    except ValueError as e:
-        return fallback_delay, f"Unable to parse reconcile period annotation: {e}"
-    return (period if period > 0 else None), None
-
-
-def max_runner_artifacts(
-    annotations: Mapping[str, str] | None, watch_value: int
-) -> tuple[int, str | None]:
-    """`--rotate-artifacts` for one CR: the annotation if it is an integer (0 keeps all)."""
-    raw = (annotations or {}).get(MAX_RUNNER_ARTIFACTS_ANNOTATION)
-    if raw is None:
-        return watch_value, None
-    try:
-        return go_atoi(str(raw)), None
-    except ValueError as e:
-        return watch_value, f"Invalid max runner artifact annotation: {e}"
-
-
-def verbosity(annotations: Mapping[str, str] | None, default: int) -> tuple[int, str | None]:
-    """Ansible verbosity for one CR: the annotation if it is an integer, else `default`.
-
-    Upstream has no range check; here a value outside 0..7 is clamped (with a message), so a
-    CR cannot make the operator build an absurd `-vvvv...` argument.
-    """
-    raw = (annotations or {}).get(VERBOSITY_ANNOTATION)
-    if raw is None:
-        return default, None
-    try:
-        value = go_atoi(str(raw))
-    except ValueError as e:
-        return default, f"Invalid ansible verbosity annotation: {e}"
-    if value < 0:
-        return 0, f"Ansible verbosity annotation {value} is below 0; using 0"
-    if value > MAX_VERBOSITY:
-        return (
-            MAX_VERBOSITY,
-            f"Ansible verbosity annotation {value} is above {MAX_VERBOSITY}; using {MAX_VERBOSITY}",
-        )
-    return value, None
