@@ -67,7 +67,7 @@ class Reconciler:
         try:
             resource = await self._resource()
         except (ApiError, Unreachable) as err:
-            raise ReconcileError(f"finding the {self.watch.gvk} API: {err}") from err
+            raise ReconcileError(f"discovery of {self.watch.gvk.kind}: {err}") from err
         obj = await self._read(resource, key, "reading the object")
         if obj is None:
             return Result()
