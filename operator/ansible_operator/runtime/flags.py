@@ -304,7 +304,7 @@ class RunSettings:
     ansible_verbosity: int = 2
     ansible_roles_path: str = ""
     ansible_collections_path: str = ""
-    ansible_args: str = ""  # one surrounding pair of single quotes removed
+    ansible_args: str = ""  # as given; the runner's input dir strips one pair of quotes
     reconcile_period: float = 10 * 3600.0  # seconds
     max_concurrent_reconciles: int = 1
     metrics_bind_address: str = ":8443"
@@ -484,13 +484,6 @@ def _tokenise(argv: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
     return canonical, given, positionals
 
 
-def _strip_quotes(args: str) -> str:
-    """Upstream removes one pair of single quotes wrapped around `--ansible-args`."""
-    if args.startswith("'") and args[0] == args[-1]:
-        return args[1:-1]
-    return args
-
-
 def _namespaces(raw: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in raw.split(",") if part.strip())
 
@@ -576,7 +569,7 @@ def build_run_settings(
         ansible_verbosity=parsed["ansible_verbosity"],
         ansible_roles_path=parsed["ansible_roles_path"],
         ansible_collections_path=parsed["ansible_collections_path"],
-        ansible_args=_strip_quotes(parsed["ansible_args"]),
+        ansible_args=parsed["ansible_args"],
         reconcile_period=parsed["reconcile_period"],
         max_concurrent_reconciles=parsed["max_concurrent_reconciles"],
         metrics_bind_address=metrics_address,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -29,13 +28,14 @@ from ansible_operator.kube.config import ConfigError, Credentials
 from ansible_operator.kube.config import load as load_credentials
 from ansible_operator.kube.discovery import Discovery
 from ansible_operator.proxy import Proxy, ProxyStartError
-from ansible_operator.runner import ColdRunner, RunnerError
+from ansible_operator.runner import ColdRunner, Runner, RunnerError
 from ansible_operator.runtime import logs
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.dependents import DependentWatches
 from ansible_operator.runtime.flags import RunSettings, parse_run_args
 from ansible_operator.runtime.metrics import EndpointError, Endpoints, OperatorMetrics
 from ansible_operator.runtime.reconciler import Reconciler
+from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.user_metrics import (
     UserMetrics,
     UserMetricsServer,
@@ -49,14 +49,6 @@ class StartupError(Exception):
     """Something the user must fix before the operator can start; one line."""
 
 
-def _export_ansible_paths(settings: RunSettings) -> None:
-    """As upstream: the path flags become environment for role lookup and for every run."""
-    if settings.ansible_roles_path:
-        os.environ["ANSIBLE_ROLES_PATH"] = settings.ansible_roles_path
-    if settings.ansible_collections_path:
-        os.environ["ANSIBLE_COLLECTIONS_PATH"] = settings.ansible_collections_path
-
-
 def _log_level(settings: RunSettings) -> str:
     level = settings.zap_log_level or ("debug" if settings.zap_devel else "info")
     return "debug" if level.isdigit() else level
@@ -65,15 +57,25 @@ def _log_level(settings: RunSettings) -> str:
 class Operator:
     """The controllers of one watches file, and the kopf registry that feeds them."""
 
-    def __init__(self, settings: RunSettings, watches: list[Watch], creds: Credentials) -> None:
+    def __init__(
+        self,
+        settings: RunSettings,
+        watches: list[Watch],
+        creds: Credentials,
+        *,
+        client: KubeClient | None = None,  # None: one for creds; tests pass an in-memory API
+        runner: Runner | None = None,  # None: ColdRunner; tests pass a scripted one
+    ) -> None:
         self.settings = settings
         self.creds = creds
-        self.client = KubeClient(creds)
+        self.client = client or KubeClient(creds)
         self.discovery = Discovery(self.client)
-        self.runner = ColdRunner()
+        # As upstream, the path flags are the roles' and collections' paths of every run.
+        self.runner = runner or ColdRunner(environ=settings.ansible_environ())
         self.registry = kopf.OperatorRegistry()
         self.metrics = OperatorMetrics()
         self.user_metrics = UserMetrics()
+        self.user_metrics_server = UserMetricsServer(self.user_metrics)
         try:
             self.endpoints = Endpoints(
                 metrics_address=settings.metrics_bind_address,
@@ -104,36 +106,36 @@ class Operator:
 
     def _controller(self, watch: Watch) -> Controller:
         gvk = watch.gvk
-        resources: dict[str, ResourceInfo] = {}
 
-        def resource() -> ResourceInfo:
-            return resources["info"]
+        async def resource() -> ResourceInfo:
+            # Discovery (cached), not kopf's first event: a dependent may ask for a reconcile
+            # before kopf has listed the kind.
+            return await self.discovery.resource(gvk.api_version, gvk.kind)
 
+        session = RunSession(
+            watch,
+            runner=self.runner,
+            proxy=self.proxy,
+            settings=self.settings,
+            metrics=self.metrics,
+            extra_env=self.user_metrics_server.run_env,
+        )
         reconciler = Reconciler(
             watch,
             client=self.client,
-            runner=self.runner,
-            settings=self.settings,
-            proxy=self.proxy,
-            metrics=self.metrics,
+            session=session,
             resource=resource,
+            reconcile_period=self.settings.reconcile_period,
         )
         controller = Controller(
-            watch,
-            reconciler,
-            workers=self.settings.max_concurrent_reconciles_for(gvk),
-            on_forget=reconciler.forget,
+            watch, reconciler, workers=self.settings.max_concurrent_reconciles_for(gvk)
         )
         self.dependents.add_owner(watch, controller.enqueue)
         for message in self.settings.env_messages_for(gvk):
             log.info(message, extra={"gvk": str(gvk)})
 
         async def on_event(**kwargs: Any) -> None:
-            event, resource = kwargs["event"], kwargs["resource"]
-            if "info" not in resources:
-                resources["info"] = ResourceInfo(
-                    gvk.group, gvk.version, gvk.kind, resource.plural, resource.namespaced
-                )
+            event = kwargs["event"]
             controller.handle_event(event.get("type"), event["object"])
 
         kopf.on.event(
@@ -171,7 +173,7 @@ class Operator:
             log.info("Watching all namespaces")
         async with contextlib.AsyncExitStack() as servers:
             # As upstream, every replica serves these, leader or not.
-            for server in (UserMetricsServer(self.user_metrics), self.endpoints, self.proxy):
+            for server in (self.user_metrics_server, self.endpoints, self.proxy):
                 await server.start()
                 servers.push_async_callback(server.stop)
             servers.push_async_callback(self.client.close)
@@ -261,9 +263,8 @@ def prepare(argv: Sequence[str]) -> tuple[RunSettings, list[Watch], Credentials]
     for warning in settings.warnings:
         log.info(warning)
     log.info("Version", extra={"version": __version__, "python": sys.version.split()[0]})
-    _export_ansible_paths(settings)
     try:
-        watches = load_watches(settings.watches_file)
+        watches = load_watches(settings.watches_file, environ=settings.ansible_environ())
     except WatchesError as err:
         raise StartupError(f"Failed to load watches: {err}") from None
     try:

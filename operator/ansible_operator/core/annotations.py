@@ -1,7 +1,9 @@
-"""When to run a CR again, and how: the periodic requeue and the per-CR annotations.
+"""The CR annotations upstream reads, parsed: reconcile period, artifacts to keep, verbosity.
 
-Nothing here reads a clock, and annotation helpers return `(value, message)` in upstream's
-wording. The failure backoff itself is `core.backoff`.
+Each parser takes the object's annotations and the value to fall back on, and returns
+``(value, problem)``: a bad annotation never raises, it gives the fallback and a message in
+upstream's wording for the caller to report (the reconcile period as a status condition, the
+others in the log). Values are parsed with Go's rules, as upstream does.
 """
 
 from __future__ import annotations
@@ -15,21 +17,19 @@ RECONCILE_PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period
 MAX_RUNNER_ARTIFACTS_ANNOTATION = "ansible.sdk.operatorframework.io/max-runner-artifacts"
 VERBOSITY_ANNOTATION = "ansible.sdk.operatorframework.io/verbosity"
 
-DEFAULT_RECONCILE_PERIOD = 10 * 3600.0  # --reconcile-period default, 10h
 MAX_VERBOSITY = 7
 
+Annotations = Mapping[str, str] | None
 
-def requeue_delay(
-    annotations: Mapping[str, str] | None,
-    watch_period: float | None,
-    flag_period: float = DEFAULT_RECONCILE_PERIOD,
+
+def reconcile_period(
+    annotations: Annotations, watch_period: float | None, flag_period: float
 ) -> tuple[float | None, str | None]:
     """The periodic requeue for one CR: annotation, else the watch's period, else the flag.
 
     Returns `(seconds, None)`, or `(None, None)` when periodic requeue is off (a period of zero
     or less, e.g. the annotation `"0s"`). A bad annotation returns the watch/flag period and
-    upstream's message `Unable to parse reconcile period annotation: <err>`, which the caller
-    writes as a Failure condition before retrying with backoff.
+    upstream's message `Unable to parse reconcile period annotation: <err>`.
     """
     fallback = watch_period if watch_period else flag_period
     fallback_delay = fallback if fallback > 0 else None
@@ -43,9 +43,7 @@ def requeue_delay(
     return (period if period > 0 else None), None
 
 
-def max_runner_artifacts(
-    annotations: Mapping[str, str] | None, watch_value: int
-) -> tuple[int, str | None]:
+def max_runner_artifacts(annotations: Annotations, watch_value: int) -> tuple[int, str | None]:
     """`--rotate-artifacts` for one CR: the annotation if it is an integer (0 keeps all)."""
     raw = (annotations or {}).get(MAX_RUNNER_ARTIFACTS_ANNOTATION)
     if raw is None:
@@ -56,7 +54,7 @@ def max_runner_artifacts(
         return watch_value, f"Invalid max runner artifact annotation: {e}"
 
 
-def verbosity(annotations: Mapping[str, str] | None, default: int) -> tuple[int, str | None]:
+def verbosity(annotations: Annotations, default: int) -> tuple[int, str | None]:
     """Ansible verbosity for one CR: the annotation if it is an integer, else `default`.
 
     Upstream has no range check; here a value outside 0..7 is clamped (with a message), so a
@@ -77,3 +75,15 @@ def verbosity(annotations: Mapping[str, str] | None, default: int) -> tuple[int,
             f"Ansible verbosity annotation {value} is above {MAX_VERBOSITY}; using {MAX_VERBOSITY}",
         )
     return value, None
+
+
+def log_verbosity(annotations: Annotations, ansible_verbosity_env: str | None) -> int:
+    """As upstream's event log handler: the verbosity annotation when present, else the
+    `ANSIBLE_VERBOSITY` environment value, else 0 (not `--ansible-verbosity`). Above 0, task
+    stdout goes to the log."""
+    if VERBOSITY_ANNOTATION in (annotations or {}):
+        return verbosity(annotations, 0)[0]
+    try:
+        return atoi(ansible_verbosity_env or "0")
+    except ValueError:
+        return 0
