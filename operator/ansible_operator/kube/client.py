@@ -35,6 +35,10 @@ class Unreachable(Exception):
     """The API server did not answer (refused, reset, timed out)."""
 
 
+class UntrustedServer(Exception):
+    """The API server's certificate is not signed by the CA the credentials name."""
+
+
 @dataclass(frozen=True)
 class ResourceInfo:
     """What discovery says about a kind: its plural name and whether it lives in namespaces."""
@@ -147,6 +151,11 @@ class KubeClient:
                         str(data.get("message") or payload),
                     )
                 return payload
+        except aiohttp.ClientConnectorCertificateError as err:
+            raise UntrustedServer(
+                f"{self.creds.server}: the server's certificate is not trusted by the configured "
+                f"CA: {err.certificate_error}"
+            ) from err
         except (TimeoutError, aiohttp.ClientConnectionError) as err:
             raise Unreachable(
                 f"{method} {self.creds.server}{path}: {err or type(err).__name__}"
