@@ -73,6 +73,7 @@ class PodmanPod:
         moved = {
             "--health-probe-bind-address": f"127.0.0.1:{self.probe_port}",
             "--metrics-bind-address": f"127.0.0.1:{self.metrics_port}",
+            "--proxy-port": "0",  # a Pod's 8888 is its own; the host's may be taken
         }
         out = [a for a in args if a.partition("=")[0] not in moved]
         return out + [f"{flag}={address}" for flag, address in moved.items()]
