@@ -37,6 +37,10 @@ class Unreachable(Exception):
     """The API server did not answer (refused, reset, timed out)."""
 
 
+class UntrustedServer(Exception):
+    """The API server's certificate is not signed by the CA the credentials name."""
+
+
 def group_version_path(group: str, version: str) -> str:
     """The API path of a group-version: ``/apis/<group>/<version>``, ``/api/<version>`` for the
     core group."""
@@ -157,6 +161,11 @@ class KubeClient:
                 if resp.status >= 400:
                     raise _api_error(resp, payload)
                 return payload
+        except aiohttp.ClientConnectorCertificateError as err:
+            raise UntrustedServer(
+                f"{self.creds.server}: the server's certificate is not trusted by the configured "
+                f"CA: {err.certificate_error}"
+            ) from err
         except (TimeoutError, aiohttp.ClientConnectionError) as err:
             raise Unreachable(
                 f"{method} {self.creds.server}{path}: {err or type(err).__name__}"

@@ -23,7 +23,13 @@ import kopf
 from ansible_operator import __version__
 from ansible_operator.core.backoff import Backoff
 from ansible_operator.core.watches import Watch, WatchesError, load_watches
-from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
+from ansible_operator.kube.client import (
+    ApiError,
+    KubeClient,
+    ResourceInfo,
+    Unreachable,
+    UntrustedServer,
+)
 from ansible_operator.kube.config import ConfigError, Credentials
 from ansible_operator.kube.config import load as load_credentials
 from ansible_operator.kube.discovery import Discovery
@@ -209,7 +215,11 @@ class Operator:
             try:
                 await self.client.get("/version")
                 return
+            except UntrustedServer as err:  # a wrong CA does not heal by waiting
+                raise StartupError(str(err)) from err
             except (ApiError, Unreachable) as err:
+                if isinstance(err, ApiError) and err.status == 401:  # nor do rejected credentials
+                    raise StartupError(f"the API server rejected the credentials: {err}") from err
                 log.error(
                     "API server not reachable, waiting",
                     extra={"error": str(err), "retry_in": delay},
@@ -283,7 +293,7 @@ def main(argv: Sequence[str]) -> int:
         return 1
     try:
         return asyncio.run(_serve(operator))
-    except (UserMetricsServerError, ProxyStartError, EndpointError) as err:
+    except (StartupError, UserMetricsServerError, ProxyStartError, EndpointError) as err:
         print(f"ansible-operator run: {err}", file=sys.stderr)
         return 1
 
