@@ -10,6 +10,7 @@ import platform
 import sys
 
 from ansible_operator import __version__
+from ansible_operator.dev import command as dev_command
 from ansible_operator.devcluster import command as devcluster_command
 from ansible_operator.scaffold import generate
 from ansible_operator.scaffold import new_api as newapi
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.add_parser("run", help="run the operator (see 'ansible-operator run --help')")
     subparsers.add_parser("version", help="print the version").set_defaults(handler=_version)
     devcluster_command.add_parser(subparsers)
+    dev_command.add_parser(subparsers)
     generate.add_parser(subparsers)
     newapi.add_parser(subparsers)
     return parser
