@@ -78,6 +78,7 @@ def _molecule(args: argparse.Namespace) -> int:
 
 def _operator(args: argparse.Namespace) -> int:
     directory: Path = args.dir.resolve()
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     if args.action == "running":
         return 0 if launcher.running_detached(directory) is not None else 1
     if args.action == "stop":
