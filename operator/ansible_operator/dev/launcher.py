@@ -189,11 +189,11 @@ def _answers_ok(url: str) -> bool:
 
 
 def start(
-    config: LaunchConfig, *, ready: bool = True, caller_env: Mapping[str, str] | None = None
+    config: LaunchConfig, *, ready: bool = True, ready_timeout: float = READY_TIMEOUT
 ) -> OperatorProcess:
     """Start the operator; with ``ready``, return only once it answers on ``/readyz``."""
     argv, ports = command(config, processes.free_ports(2))
-    env = environment(config, os.environ if caller_env is None else caller_env)
+    env = environment(config, os.environ)
     if config.log is not None:
         config.log.parent.mkdir(parents=True, exist_ok=True)
     if config.tmp_dir is not None:
@@ -211,7 +211,7 @@ def start(
         )
     launched = OperatorProcess(proc, ports, config.log)
     if ready:
-        launched.wait_ready()
+        launched.wait_ready(ready_timeout)
     return launched
 
 
