@@ -111,8 +111,8 @@ async def _supervise(
     operator = await asyncio.to_thread(launcher.start, config)
     try:
         _say(
-            f"==== the operator is ready: metrics {operator.metrics_url}, probes "
-            f"http://127.0.0.1:{operator.ports.probes}/readyz ===="
+            f"==== the operator (pid {operator.proc.pid}) is ready: metrics "
+            f"{operator.metrics_url}, probes http://127.0.0.1:{operator.ports.probes}/readyz ===="
         )
         banner = asyncio.create_task(_banner(client, samples, kept, namespace, time.monotonic()))
         while operator.proc.poll() is None and not stop.is_set():
