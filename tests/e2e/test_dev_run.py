@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.runner.runs import live_group_members
+
 from .project import CONFIG, REPO, kubectl
 from .waiting import wait_until
 
@@ -58,19 +60,6 @@ class DevRun:
         return code
 
 
-def group_members(pgid: int) -> list[int]:
-    """The processes of process group ``pgid``."""
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            members.append(int(stat.parent.name))
-    return members
-
-
 def test_dev_run_reconciles_every_sample_and_stops_cleanly(cluster, namespace, tmp_path):
     log = tmp_path / "dev-run.log"
     first = DevRun(cluster.kubeconfig, namespace, log)
@@ -86,7 +75,7 @@ def test_dev_run_reconciles_every_sample_and_stops_cleanly(cluster, namespace, t
         code = first.stop(signal.SIGINT)
         print(f"---- dev run ({log}) ----\n{log.read_text()[-20000:]}", file=sys.stderr)
     assert code == 0
-    assert group_members(operator_pid) == [], "the operator and its runs are gone"
+    assert live_group_members(operator_pid) == [], "the operator and its runs are gone"
 
     # Again, with the samples kept from the first run; stopped with SIGTERM this time, after
     # the samples are deleted while the operator still runs (memcached's finalizer).
@@ -100,4 +89,4 @@ def test_dev_run_reconciles_every_sample_and_stops_cleanly(cluster, namespace, t
         code = second.stop(signal.SIGTERM)
         print(f"---- dev run ({log}) ----\n{log.read_text()[-20000:]}", file=sys.stderr)
     assert code == 0
-    assert group_members(operator_pid) == []
+    assert live_group_members(operator_pid) == []
