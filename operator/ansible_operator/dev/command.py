@@ -78,7 +78,6 @@ def _molecule(args: argparse.Namespace) -> int:
 
 def _operator(args: argparse.Namespace) -> int:
     directory: Path = args.dir.resolve()
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     if args.action == "running":
         return 0 if launcher.running_detached(directory) is not None else 1
     if args.action == "stop":
@@ -95,6 +94,7 @@ def _operator(args: argparse.Namespace) -> int:
         )
     if launcher.running_detached(directory) is not None:
         return _fail("operator start", f"an operator recorded in {directory} is running already")
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     config = launcher.LaunchConfig(
         workdir=project,
         project=project,
