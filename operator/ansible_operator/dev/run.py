@@ -47,17 +47,19 @@ def run(project_dir: Path, namespace: str, kubeconfig: Path | None) -> int:
         return asyncio.run(
             _run(project_dir, namespace, kubeconfig, KubeClient(creds), kubectl, given)
         )
-    except (binaries.BinariesError, ClusterError, kubeconfig_mod.ConfigError) as err:
-        return _fail(str(err))
-    except (ProjectError, launcher.LaunchError, ApiError, Unreachable) as err:
-        return _fail(str(err))
+    except (
+        binaries.BinariesError,
+        ClusterError,
+        kubeconfig_mod.ConfigError,
+        ProjectError,
+        launcher.LaunchError,
+        ApiError,
+        Unreachable,
+    ) as err:
+        print(f"ansible-operator dev run: {err}", file=sys.stderr, flush=True)
+        return 1
     except KeyboardInterrupt:  # Ctrl-C before the operator started: nothing of ours runs
         return 130
-
-
-def _fail(message: str) -> int:
-    print(f"ansible-operator dev run: {message}", file=sys.stderr, flush=True)
-    return 1
 
 
 async def _run(
