@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_operator.dev import molecule
+from ansible_operator.dev import molecule, project
 from ansible_operator.devcluster import processes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -177,3 +177,33 @@ def test_the_repositorys_molecule_harness_is_the_one_new_api_writes():
         assert (REPO / "molecule/common" / name).read_text() == (
             TEMPLATE_COMMON / name
         ).read_text(), f"molecule/common/{name} differs from the new-api template's copy"
+
+
+# -- dev run's reading of the project ---------------------------------------------------------
+
+
+def test_the_objects_of_a_rendered_kustomization_and_their_kubectl_names():
+    rendered = (
+        "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: m\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n---\n"
+    )
+    refs = project.objects_of(rendered)
+    assert refs == [
+        project.ObjectRef("cache.example.com/v1alpha1", "Memcached", "m"),
+        project.ObjectRef("v1", "ConfigMap", "c"),
+    ]
+    assert [str(r) for r in refs] == ["memcached.cache.example.com/m", "ConfigMap/c"]
+
+
+@pytest.mark.parametrize(
+    ("conditions", "expected"),
+    [
+        (None, False),
+        ([{"type": "Successful", "status": "False"}], False),
+        ([{"type": "Running", "status": "True"}], False),
+        ([{"type": "Running", "status": "True"}, {"type": "Successful", "status": "True"}], True),
+    ],
+)
+def test_a_condition_is_true_only_when_it_says_so(conditions, expected):
+    obj = {"status": {"conditions": conditions}} if conditions is not None else {}
+    assert project.condition_true(obj, "Successful") is expected
