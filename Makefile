@@ -30,44 +30,12 @@ cluster-down: $(STAMP)
 cluster-status: $(STAMP)
 	$(OPERATOR) dev-cluster status
 
-# `make run`: the local cluster, the CRDs and the sample CRs in $(RUN_NAMESPACE), then the operator in
-# the foreground with the repository's watches.yaml and console logs, until Ctrl-C. A banner says
-# when every sample has reached Successful (samples kept from an earlier run may be Successful
-# already; the operator reconciles them again anyway). The cluster stays up (`make cluster-down`).
+# `make run`: `ansible-operator dev run` (operator/ansible_operator/dev/run.py): the local cluster,
+# the CRDs and the sample CRs in $(RUN_NAMESPACE), then the operator in the foreground until
+# Ctrl-C, on free ports that it prints. The cluster stays up (`make cluster-down`).
 RUN_NAMESPACE ?= default
-KUBECTL = $(shell $(BIN)/python -c 'from ansible_operator.devcluster import binaries; print(binaries.find()["kubectl"])')
-run: cluster-up  ## the local cluster, and the operator with the example CRs
-	@set -euo pipefail; \
-	kubeconfig="$$($(OPERATOR) dev-cluster kubeconfig)"; \
-	kubectl=("$(KUBECTL)" --kubeconfig="$$kubeconfig"); \
-	"$${kubectl[@]}" apply -k config/crd; \
-	"$${kubectl[@]}" wait --for=condition=Established --timeout=60s -f config/crd/bases >/dev/null; \
-	kept=$$("$${kubectl[@]}" get -k config/samples -n $(RUN_NAMESPACE) -o name --ignore-not-found | wc -l); \
-	"$${kubectl[@]}" apply -k config/samples -n $(RUN_NAMESPACE); \
-	samples=$$("$${kubectl[@]}" get -k config/samples -n $(RUN_NAMESPACE) -o name | tr '\n' ' '); \
-	echo; \
-	echo "export KUBECONFIG=$$kubeconfig"; \
-	echo "Starting the operator (watches.yaml, namespace $(RUN_NAMESPACE)); Ctrl-C stops it."; \
-	echo "Then: make cluster-down stops the cluster."; \
-	echo; \
-	( start=$$SECONDS; \
-	  if met="$$("$${kubectl[@]}" wait --for=condition=Successful --timeout=600s -n $(RUN_NAMESPACE) $$samples)"; then \
-	    if [ "$$kept" -gt 0 ]; then echo "==== every sample is Successful ($$kept kept from an earlier run) ===="; \
-	    else echo "==== every sample is Successful, $$((SECONDS - start)) s after the operator started ===="; fi; \
-	    echo "$$met"; \
-	    echo "==== kubectl get -k config/samples -n $(RUN_NAMESPACE) shows them ===="; \
-	  else echo "==== not every sample reached Successful within 600 s ===="; fi ) & \
-	waiter=$$!; \
-	tmp="$$(mktemp -d "$${TMPDIR:-/tmp}/ansible-operator-run.XXXXXX")"; \
-	KUBECONFIG="$$kubeconfig" WATCH_NAMESPACE=$(RUN_NAMESPACE) TMPDIR="$$tmp" \
-	ANSIBLE_GATHERING=explicit ANSIBLE_ROLES_PATH="$(CURDIR)/roles" \
-	ANSIBLE_COLLECTIONS_PATH="$(CURDIR)/collections" \
-	$(OPERATOR) run --zap-encoder=console --watches-file=./watches.yaml \
-	  --metrics-bind-address=127.0.0.1:8443 --health-probe-bind-address=127.0.0.1:6789 \
-	  || status=$$?; \
-	kill "$$waiter" 2>/dev/null || true; \
-	rm -rf "$$tmp"; \
-	exit $${status:-0}
+run: $(STAMP)  ## the local cluster, and the operator with the example CRs
+	$(OPERATOR) dev run --namespace=$(RUN_NAMESPACE)
 
 lint: $(STAMP)
 	$(BIN)/ruff check operator tests collections
@@ -82,44 +50,13 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit tests/runner $(PYTEST_ARGS)
 
-# One molecule scenario per role (molecule/<role>/), each against a local cluster with the operator
-# running: a private cluster for the whole target, started and stopped here, unless
-# ANSIBLE_OPERATOR_TEST_KUBECONFIG names one that is already running. Scenarios are independent
-# (a namespace, an operator and ports of their own), so MOLECULE_JOBS of them run at a time; then
-# each one's output goes to a file, printed in full when it fails and kept when any fails.
-SCENARIO ?= $(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml))
+# `make molecule`: `ansible-operator dev molecule` (operator/ansible_operator/dev/molecule.py): one
+# scenario per role (molecule/<role>/), MOLECULE_JOBS at a time, on a private cluster unless
+# ANSIBLE_OPERATOR_TEST_KUBECONFIG names a running one.
+SCENARIO ?=
 MOLECULE_JOBS ?= 2
 molecule: $(STAMP)  ## molecule test of every role, or of one: make molecule SCENARIO=nginx
-	@set -euo pipefail; \
-	kubeconfig="$${ANSIBLE_OPERATOR_TEST_KUBECONFIG:-}"; \
-	if [ -z "$$kubeconfig" ]; then \
-	  state="$$(mktemp -d "$${TMPDIR:-/tmp}/molecule-cluster.XXXXXX")"; \
-	  trap '$(OPERATOR) dev-cluster down --state-dir "'"$$state"'"; rm -rf "'"$$state"'"' EXIT; \
-	  $(OPERATOR) dev-cluster up --state-dir "$$state"; \
-	  kubeconfig="$$($(OPERATOR) dev-cluster kubeconfig --state-dir "$$state")"; \
-	fi; \
-	export K8S_AUTH_KUBECONFIG="$$kubeconfig" PATH="$(CURDIR)/$(BIN):$$PATH"; \
-	scenarios=($(SCENARIO)); \
-	if [ $${#scenarios[@]} -eq 1 ] || [ "$(MOLECULE_JOBS)" -le 1 ]; then \
-	  failed=(); \
-	  for scenario in "$${scenarios[@]}"; do \
-	    start=$$SECONDS; \
-	    molecule test --scenario-name "$$scenario" || failed+=("$$scenario"); \
-	    echo "[molecule] $$scenario: $$((SECONDS - start)) s"; \
-	  done; \
-	  if [ $${#failed[@]} -gt 0 ]; then echo "[molecule] failed: $${failed[*]}"; exit 1; fi; \
-	else \
-	  logs="$$(mktemp -d "$${TMPDIR:-/tmp}/molecule-logs.XXXXXX")"; \
-	  echo "[molecule] $${scenarios[*]}, $(MOLECULE_JOBS) at a time; output in $$logs"; \
-	  printf '%s\n' "$${scenarios[@]}" | xargs -P "$(MOLECULE_JOBS)" -I{} bash -c ' \
-	    start=$$SECONDS; log="$$0/{}.log"; \
-	    if molecule test --scenario-name {} > "$$log" 2>&1; then result=passed; \
-	    else result=FAILED; cat "$$log"; fi; \
-	    echo "[molecule] {}: $$result in $$((SECONDS - start)) s"; [ $$result = passed ]' "$$logs" \
-	  || { echo "[molecule] failed; output in $$logs"; exit 1; }; \
-	  rm -rf "$$logs"; \
-	fi; \
-	echo "[molecule] passed: $${scenarios[*]}"
+	$(OPERATOR) dev molecule --jobs=$(MOLECULE_JOBS) $(SCENARIO)
 
 e2e: $(STAMP)
 	$(OPERATOR) dev-cluster build
@@ -148,5 +85,7 @@ image-test: $(STAMP)  ## build the image and run the operator from it, in-cluste
 
 test: lint unit e2e molecule image-test  ## lint, unit, end-to-end, molecule and image tests
 
-clean: cluster-down
+# Stops the cluster with the virtualenv's command when there is one; never builds it to do so.
+clean:
+	$(if $(wildcard $(OPERATOR)),$(OPERATOR) dev-cluster down)
 	rm -rf $(VENV)

@@ -10,6 +10,7 @@ import platform
 import sys
 
 from ansible_operator import __version__
+from ansible_operator.dev import command as dev_command
 from ansible_operator.devcluster import command as devcluster_command
 from ansible_operator.devcluster import image_command
 from ansible_operator.scaffold import generate
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.add_parser("version", help="print the version").set_defaults(handler=_version)
     devcluster_command.add_parser(subparsers)
     image_command.add_parser(subparsers)
+    dev_command.add_parser(subparsers)
     generate.add_parser(subparsers)
     newapi.add_parser(subparsers)
     return parser

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from .conftest import Operator
+from .crds import install_crds
+from .operators import Operator
 from .waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,29 +83,23 @@ def samples() -> list[Sample]:
     return found
 
 
-def install_crds(kubeconfig: Path) -> None:
-    kubectl(kubeconfig, "apply", "-k", str(CONFIG / "crd"))
-    kubectl(
-        kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",
-        *[f"crd/{plural}.{group}" for (group, _), plural in crd_plurals().items()],
-    )  # fmt: skip
+def install_repo_crds(api_client: client.ApiClient) -> None:
+    """The CRDs of config/crd/bases (config/crd's kustomization lists them all)."""
+    paths = sorted((CONFIG / "crd/bases").glob("*.yaml"))
+    install_crds(api_client, [yaml.safe_load(path.read_text()) for path in paths])
 
 
 class RepoOperator(Operator):
     """``ansible-operator run`` in the repository's root: its watches.yaml, roles and collections.
 
-    The log goes to a directory of the test's own, not into the repository.
+    The log goes to a directory of the test's own, not into the repository, and so does TMPDIR
+    (the memcached role's once-per-process metrics marker lives there).
     """
 
     def __init__(self, log_dir: Path, kubeconfig: Path, namespaces: list[str]) -> None:
-        super().__init__(REPO, kubeconfig, namespaces)
-        self.log_path = log_dir / "operator.log"
-        self.tmp_dir = log_dir / "tmp"
-        self.tmp_dir.mkdir(exist_ok=True)
-
-    def start(self, *args: str, env: dict[str, str] | None = None) -> None:
-        # TMPDIR of its own: the memcached role's once-per-process metrics marker lives there.
-        super().start(*args, env={"TMPDIR": str(self.tmp_dir), **(env or {})})
+        super().__init__(
+            REPO, kubeconfig, namespaces, log_path=log_dir / "operator.log", tmp_dir=log_dir / "tmp"
+        )
 
 
 def successful(obj: dict) -> bool:

@@ -6,6 +6,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from .crds import install_crds
 from .waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -50,21 +51,7 @@ WIDGET_CRD = {
 @pytest.fixture(scope="module")
 def widgets(cluster):
     with cluster.api_client() as api_client:
-        ext = client.ApiextensionsV1Api(api_client)
-        try:
-            ext.create_custom_resource_definition(WIDGET_CRD)
-        except ApiException as err:
-            if err.status != 409:
-                raise
-
-        def established():
-            crd = ext.read_custom_resource_definition(WIDGET_CRD["metadata"]["name"])
-            return any(
-                c.type == "Established" and c.status == "True"
-                for c in (crd.status.conditions or [])
-            )
-
-        wait_until(established, what="the Widget CRD to be established")
+        install_crds(api_client, [WIDGET_CRD])
         yield client.CustomObjectsApi(api_client)
 
 

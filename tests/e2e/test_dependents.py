@@ -4,9 +4,7 @@ restart), the proxy's token, every common kubernetes.core module through it, and
 
 from __future__ import annotations
 
-import re
 import socket
-import time
 import urllib.error
 import urllib.request
 
@@ -14,16 +12,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from .conftest import (
-    GROUP,
-    VERSION,
-    condition,
-    config_map_data,
-    install_crds,
-    new_cr,
-    settle,
-    wait_condition,
-)
+from .crds import GROUP, VERSION, install_crds, kind_crd
+from .operators import STRUCTURED_LOG, records_of
+from .resources import condition, config_map_data, new_cr, wait_condition
 from .waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -34,7 +25,8 @@ SECRET_BLACKLISTED = {"group": "", "version": "v1", "kind": "Secret"}
 
 @pytest.fixture(scope="module")
 def dependent_crds(cluster) -> None:
-    install_crds(cluster, KINDS)
+    with cluster.api_client() as api_client:
+        install_crds(api_client, [kind_crd(kind) for kind in KINDS])
 
 
 @pytest.fixture
@@ -49,42 +41,45 @@ def create_cr(crs, namespace, kind, name, spec):
     )
 
 
-def run_banner(kind: str, name: str, namespace: str) -> str:
-    return f"Ansible Task Status Event StdOut ({GROUP}/{VERSION}, Kind={kind}, {name}/{namespace})"
+# Every operator here logs JSON records with the debug lines that name each dependent event
+# that re-runs an owner ("Dependent changed, reconciling its owner") and each finished reconcile
+# ("reconciled"), so that what the operator did is read from its log, never guessed from time.
 
 
-def _runs(operator, kind, name, namespace, since: int = 0) -> tuple[set[str], set[str]]:
-    """The runner job ids of a CR in the operator log: those started, and those finished."""
-    started: set[str] = set()
-    finished: set[str] = set()
-    who = f"runner {kind} {namespace}/{name}:"
-    for record in re.split(r"\n(?=\d{4}-\d\d-\d\dT)", operator.log()[since:]):
-        job = re.search(r"job=(\d+)", record)
-        if job and who in record.split("\n", 1)[0]:
-            started.add(job.group(1))
-            if run_banner(kind, name, namespace) in record:
-                finished.add(job.group(1))
-    return started, finished
+def reconciles(records: list[dict], namespace: str, name: str) -> list[dict]:
+    """The finished reconciles of a CR (successful or not) among ``records``."""
+    key = f"{namespace}/{name}"
+    return [
+        r
+        for r in records
+        if r.get("key") == key
+        and r.get("msg")
+        in (
+            "reconciled",
+            "reconcile failed, retrying with backoff",
+            "reconcile crashed, retrying with backoff",
+        )
+    ]
 
 
-def runs(operator, kind, name, namespace, since: int = 0) -> int:
-    """How many runs of the CR have finished."""
-    return len(_runs(operator, kind, name, namespace, since)[1])
+def dependent_changes(records: list[dict], kind: str | None = None) -> list[dict]:
+    """The dependent events that re-ran an owner, of dependents of ``kind`` if given."""
+    return [
+        r
+        for r in records_of(records, "Dependent changed, reconciling its owner")
+        if kind is None or r.get("dependent", "").endswith(f"Kind={kind}")
+    ]
 
 
-def wait_quiet(operator, kind, name, namespace, quiet: float = 6, timeout: float = 240) -> int:
-    """Wait until every run of the CR has finished and none started for ``quiet`` seconds;
-    the number of runs then."""
-    deadline = time.monotonic() + timeout
-    last, since = _runs(operator, kind, name, namespace), time.monotonic()
-    while time.monotonic() < deadline:
-        time.sleep(1)
-        now = _runs(operator, kind, name, namespace)
-        if now != last:
-            last, since = now, time.monotonic()
-        elif now[1] and now[0] == now[1] and time.monotonic() - since >= quiet:
-            return len(now[1])
-    raise AssertionError(f"{kind} {name} never settled; runs started, finished: {last}")
+def watched_dependents(records: list[dict]) -> set[str]:
+    """The dependent kinds the operator started to watch (``Kind=ConfigMap``, ...)."""
+    return {
+        r["dependent"].split(", ")[-1] for r in records_of(records, "Watching dependent resource")
+    }
+
+
+def after(records: list[dict], record: dict) -> list[dict]:
+    return records[records.index(record) + 1 :]
 
 
 def free_port() -> int:
@@ -112,15 +107,13 @@ def test_created_dependents_are_owned_watched_and_collected(
 ):
     port = free_port()
     operator.write_watches([{"kind": "Stack", "role": "stack", "blacklist": [SECRET_BLACKLISTED]}])
-    operator.start(f"--proxy-port={port}")
+    operator.start(f"--proxy-port={port}", *STRUCTURED_LOG)
     cr = create_cr(crs, namespace, "Stack", "app", {"greeting": "hi"})
     owner = (f"{GROUP}/{VERSION}", "Stack", "app", cr["metadata"]["uid"])
 
-    wait_until(lambda: config_map_data(core, namespace, "app-config"), what="the ConfigMap")
-    wait_until(
-        lambda: gone(lambda: core.read_namespaced_secret("app-secret", namespace)) is False,
-        what="the Secret",
-    )
+    # The first run is over: every object it made went through the proxy, which decided then
+    # which kinds to watch.
+    wait_until(lambda: reconciles(operator.records(), namespace, "app"), what="the first run")
     # Each dependent names the CR as its owner, once, without controller/blockOwnerDeletion
     # (the run reached the API through the proxy on the port it was told to use).
     deployment = apps.read_namespaced_deployment("app-web", namespace)
@@ -131,23 +124,27 @@ def test_created_dependents_are_owned_watched_and_collected(
         assert owner_refs(obj) == [owner], obj.kind
         ref = obj.metadata.owner_references[0]
         assert ref.controller is None and ref.block_owner_deletion is None
-    before = wait_quiet(operator, "Stack", "app", namespace)
-    log = operator.log()
-    assert "Watching dependent resource" in log
-    assert "Kind=Deployment" in log and "Kind=ConfigMap" in log and "Kind=Service" in log
-    assert "Kind=Secret owner" not in log  # the blacklisted kind is never watched
+    watched = watched_dependents(operator.records())
+    assert {"Kind=Deployment", "Kind=ConfigMap", "Kind=Service"} <= watched
+    assert "Kind=Secret" not in watched  # the blacklisted kind is never watched
 
     # Scaling the Deployment by hand is reverted by the re-run it causes.
+    since = len(operator.log())
     apps.patch_namespaced_deployment_scale("app-web", namespace, {"spec": {"replicas": 3}})
     wait_until(
         lambda: (
             apps.read_namespaced_deployment("app-web", namespace).spec.replicas == 1
-            and runs(operator, "Stack", "app", namespace) > before
+            and dependent_changes(operator.records(since), "Deployment")
+            and reconciles(operator.records(since), namespace, "app")
         ),
-        what="the Deployment scaled back to 1",
+        what="the Deployment scaled back to 1 by a run its change caused",
     )
 
-    # Deleting the ConfigMap brings it back.
+    # A change to the blacklisted kind does not start a run: deleting the ConfigMap after it
+    # does, and by the time that run is over the operator was told of the ConfigMap only.
+    since = len(operator.log())
+    core.patch_namespaced_secret("app-secret", namespace, {"stringData": {"token": "changed"}})
+    core.delete_namespaced_secret("app-secret", namespace)
     old_uid = config.metadata.uid
     core.delete_namespaced_config_map("app-config", namespace)
 
@@ -161,15 +158,19 @@ def test_created_dependents_are_owned_watched_and_collected(
 
     wait_until(recreated, what="the ConfigMap re-created")
 
-    # A change to the blacklisted kind does not start a run.
-    settled = wait_quiet(operator, "Stack", "app", namespace)
-    core.patch_namespaced_secret("app-secret", namespace, {"stringData": {"token": "changed"}})
-    core.delete_namespaced_secret("app-secret", namespace)
-    settle()
-    assert runs(operator, "Stack", "app", namespace) == settled
+    def run_after_configmap_deleted():
+        records = operator.records(since)
+        deleted = [r for r in dependent_changes(records, "ConfigMap") if r["event"] == "DELETED"]
+        return deleted and reconciles(after(records, deleted[0]), namespace, "app")
+
+    wait_until(run_after_configmap_deleted, what="the run that the deleted ConfigMap caused")
+    records = operator.records(since)
+    assert not dependent_changes(records, "Secret")
+    assert "Kind=Secret" not in watched_dependents(operator.records())
 
     # Deleting the CR lets the garbage collector remove everything it owned; the operator,
-    # told about dependents whose owner is gone, shrugs.
+    # told about dependents whose owner is gone, shrugs: each such reconcile ends well.
+    since = len(operator.log())
     crs.delete_namespaced_custom_object(GROUP, VERSION, namespace, "stacks", "app")
     wait_until(
         lambda: (
@@ -179,9 +180,20 @@ def test_created_dependents_are_owned_watched_and_collected(
         ),
         what="the dependents garbage-collected",
     )
-    settle(3)
+
+    def told_of_every_deletion():
+        records = operator.records(since)
+        deleted = [r for r in dependent_changes(records) if r["event"] == "DELETED"]
+        kinds = {r["dependent"].split(", ")[-1] for r in deleted}
+        if not {"Kind=Deployment", "Kind=Service", "Kind=ConfigMap"} <= kinds:
+            return None
+        return reconciles(after(records, deleted[-1]), namespace, "app")
+
+    last = wait_until(told_of_every_deletion, what="the reconciles the deletions caused")
+    assert {r["msg"] for r in last} == {"reconciled"}
     assert operator.proc.poll() is None
-    assert "Traceback" not in operator.log()
+    errors = [r for r in operator.records() if r.get("level") in ("error", "raw")]
+    assert not errors, errors
 
 
 def test_a_request_without_the_run_token_is_refused(operator, crs, namespace, dependent_crds):
@@ -206,7 +218,7 @@ def test_a_cluster_scoped_dependent_gets_annotations_and_is_watched(
     operator.write_watches(
         [{"kind": "NsMaker", "role": "ns_maker", "watchClusterScopedResources": True}]
     )
-    operator.start()
+    operator.start(*STRUCTURED_LOG)
     try:
         create_cr(crs, namespace, "NsMaker", "maker", {"team": "blue"})
 
@@ -222,7 +234,8 @@ def test_a_cluster_scoped_dependent_gets_annotations_and_is_watched(
         assert ns.metadata.annotations["operator-sdk/primary-resource"] == f"{namespace}/maker"
         assert ns.metadata.annotations["operator-sdk/primary-resource-type"] == (f"NsMaker.{GROUP}")
         assert not ns.metadata.owner_references  # a namespaced CR cannot own a Namespace
-        wait_quiet(operator, "NsMaker", "maker", namespace)
+        # The run that made it is over, and with it the start of the Namespace watch.
+        wait_until(lambda: reconciles(operator.records(), namespace, "maker"), what="the run")
 
         core.patch_namespace(made, {"metadata": {"labels": {"team": "red"}}})
         wait_until(
@@ -242,10 +255,10 @@ def test_dependent_watches_come_back_after_a_restart(
     operator, crs, core, namespace, dependent_crds
 ):
     operator.write_watches([{"kind": "Keeper", "role": "keeper"}])
-    operator.start()
+    operator.start(*STRUCTURED_LOG)
     create_cr(crs, namespace, "Keeper", "k", {"touch": True})
     wait_until(lambda: config_map_data(core, namespace, "k-kept"), what="the kept ConfigMap")
-    wait_quiet(operator, "Keeper", "k", namespace)
+    wait_until(lambda: reconciles(operator.records(), namespace, "k"), what="the first run")
     operator.kill()
 
     # While the operator is down the role is told to make no API call at all: after the
@@ -254,18 +267,24 @@ def test_dependent_watches_come_back_after_a_restart(
         GROUP, VERSION, namespace, "keepers", "k", {"spec": {"touch": False}}
     )
     offset = len(operator.log())
-    operator.start()
+    operator.start(*STRUCTURED_LOG)
     wait_until(
         lambda: (
-            runs(operator, "Keeper", "k", namespace, since=offset) >= 1
-            and "Kind=ConfigMap owner" in operator.log()[offset:]
+            reconciles(operator.records(offset), namespace, "k")
+            and "Kind=ConfigMap" in watched_dependents(operator.records(offset))
         ),
         what="the first run after the restart and the ConfigMap watched again",
     )
-    before = wait_quiet(operator, "Keeper", "k", namespace)
+    since = len(operator.log())
     core.delete_namespaced_config_map("k-kept", namespace)
+
+    def run_after_configmap_deleted():
+        records = operator.records(since)
+        deleted = [r for r in dependent_changes(records, "ConfigMap") if r["event"] == "DELETED"]
+        return deleted and reconciles(after(records, deleted[0]), namespace, "k")
+
     wait_until(
-        lambda: runs(operator, "Keeper", "k", namespace) > before,
+        run_after_configmap_deleted,
         what="a run caused by deleting the dependent after the restart",
     )
 
@@ -356,14 +375,30 @@ def test_inject_owner_ref_false_turns_marks_and_watches_off(
     operator, crs, core, namespace, dependent_crds
 ):
     operator.write_watches([{"kind": "Keeper", "role": "keeper"}])
-    operator.start("--inject-owner-ref=false")
+    operator.start("--inject-owner-ref=false", *STRUCTURED_LOG)
     create_cr(crs, namespace, "Keeper", "plain", {"touch": True})
     wait_until(lambda: config_map_data(core, namespace, "plain-kept"), what="the ConfigMap")
     assert not core.read_namespaced_config_map("plain-kept", namespace).metadata.owner_references
-    settled = wait_quiet(operator, "Keeper", "plain", namespace)
+    wait_until(lambda: reconciles(operator.records(), namespace, "plain"), what="the run")
     log = operator.log()
     assert "Warning: injection of owner references and dependent watches is turned off" in log
     assert "Watching dependent resource" not in log
+
+    # Deleting the ConfigMap starts no run: a spec change after it does (and makes it again),
+    # and by the end of that run nothing but the spec change has asked for one.
+    since = len(operator.log())
     core.delete_namespaced_config_map("plain-kept", namespace)
-    settle()
-    assert runs(operator, "Keeper", "plain", namespace) == settled
+    crs.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, "keepers", "plain", {"spec": {"touch": True, "round": 2}}
+    )
+    wait_until(
+        lambda: (
+            config_map_data(core, namespace, "plain-kept") is not None
+            and reconciles(operator.records(since), namespace, "plain")
+        ),
+        what="the run of the spec change",
+    )
+    records = operator.records(since)
+    passed = records_of(records, "event passes", key=f"{namespace}/plain")
+    assert [r["event"] for r in passed] == ["update"]
+    assert not dependent_changes(operator.records())

@@ -8,7 +8,8 @@ import pytest
 
 from ansible_operator.devcluster.processes import free_ports
 
-from .conftest import GROUP, VERSION, new_cr, wait_condition
+from .crds import GROUP, VERSION
+from .resources import new_cr, wait_condition
 from .waiting import wait_until
 
 pytestmark = pytest.mark.e2e

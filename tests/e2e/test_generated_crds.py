@@ -13,7 +13,7 @@ from kubernetes.client.rest import ApiException
 
 from ansible_operator.scaffold import generate
 
-from .waiting import wait_until
+from .crds import install_crds, remove_crds
 
 pytestmark = pytest.mark.e2e
 
@@ -65,21 +65,11 @@ def generated_crd(tmp_path, cluster):
     generate.write(planned)
     crd = yaml.safe_load(planned.path.read_text())
     with cluster.api_client() as api_client:
-        ext = client.ApiextensionsV1Api(api_client)
-        ext.create_custom_resource_definition(crd)
-
-        def established():
-            obj = ext.read_custom_resource_definition(crd["metadata"]["name"])
-            return any(
-                c.type == "Established" and c.status == "True"
-                for c in (obj.status.conditions or [])
-            )
-
+        names = install_crds(api_client, [crd])
         try:
-            wait_until(established, what="the generated CRD to be established")
             yield group, client.CustomObjectsApi(api_client)
         finally:
-            ext.delete_custom_resource_definition(crd["metadata"]["name"])
+            remove_crds(api_client, names)
 
 
 def create(crs, group, namespace, name, spec, strict=False):

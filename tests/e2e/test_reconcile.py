@@ -6,20 +6,15 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from kubernetes.client.rest import ApiException
 
-from .conftest import (
-    GROUP,
-    VERSION,
-    condition,
-    config_map_data,
-    new_cr,
-    settle,
-    wait_condition,
-)
+from .crds import GROUP, VERSION
+from .operators import ROLES, STRUCTURED_LOG, records_of
+from .resources import condition, config_map_data, new_cr, wait_condition
 from .waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -40,6 +35,18 @@ def patch_spec(crs, namespace, kind, name, spec):
 def runs(core, namespace, name):
     data = config_map_data(core, namespace, f"{name}-runs")
     return int(data["runs"]) if data else 0
+
+
+def filtered(operator, namespace, name, resource_version):
+    """Wait until the operator has seen the object at ``resource_version`` and let it pass
+    without a reconcile (a debug record of the STRUCTURED_LOG)."""
+    key = f"{namespace}/{name}"
+    wait_until(
+        lambda: records_of(
+            operator.records(), "event filtered", key=key, resourceVersion=resource_version
+        ),
+        what=f"the operator to see and filter {key} at resourceVersion {resource_version}",
+    )
 
 
 def events_for(core, namespace, name):
@@ -102,19 +109,21 @@ def test_spec_changes_rerun_the_role_status_changes_do_not(operator, crs, core, 
     operator.write_watches(
         [{"kind": "Counter", "role": "counter", "watchDependentResources": False}]
     )
-    operator.start()
+    operator.start(*STRUCTURED_LOG)
     create(crs, namespace, "Counter", "c", {"size": 1})
     wait_condition(crs, namespace, "Counter", "c", "Successful")
     assert runs(core, namespace, "c") == 1
 
-    crs.patch_namespaced_custom_object_status(
+    written = crs.patch_namespaced_custom_object_status(
         GROUP, VERSION, namespace, "counters", "c", {"status": {"note": "written by a user"}}
     )
-    crs.patch_namespaced_custom_object(
+    filtered(operator, namespace, "c", written["metadata"]["resourceVersion"])
+    labelled = crs.patch_namespaced_custom_object(
         GROUP, VERSION, namespace, "counters", "c", {"metadata": {"labels": {"x": "y"}}}
     )
-    settle()
+    filtered(operator, namespace, "c", labelled["metadata"]["resourceVersion"])
     assert runs(core, namespace, "c") == 1, "status-only and label-only changes must not re-run"
+    assert operator.reconciles("Counter") == {"succeeded": 1, "failed": 0}
     obj = crs.get_namespaced_custom_object(GROUP, VERSION, namespace, "counters", "c")
     assert obj["status"]["note"] == "written by a user", "user status keys are preserved"
 
@@ -138,12 +147,21 @@ def test_requeue_after_reruns_until_done_without_cutting_runs_short(operator, cr
     operator.write_watches(
         [{"kind": "Requeuer", "role": "requeuer", "watchDependentResources": False}]
     )
-    operator.start()
+    operator.start(*STRUCTURED_LOG)
     create(crs, namespace, "Requeuer", "r", {"target": 3})
     wait_until(lambda: runs(core, namespace, "r") == 3, what="three runs")
     wait_condition(crs, namespace, "Requeuer", "r", "Successful")
-    settle(5)
-    assert runs(core, namespace, "r") == 3, "no re-run once requeue_after is no longer asked"
+
+    # What each reconcile asked for next, as the controller took it: the third asks for no
+    # requeue, only the periodic re-run (--reconcile-period, 10 h by default).
+    def decisions():
+        found = records_of(operator.records(), "reconciled", key=f"{namespace}/r")
+        return [r["requeue_after"] for r in found] if len(found) >= 3 else None
+
+    assert wait_until(decisions, what="the third reconcile's decision") == [1.0, 1.0, 36000.0], (
+        "no re-run once requeue_after is no longer asked"
+    )
+    assert runs(core, namespace, "r") == 3
 
 
 def test_the_finalizer_role_runs_on_delete_then_the_cr_is_gone(operator, crs, core, namespace):
@@ -182,8 +200,6 @@ def test_the_finalizer_role_runs_on_delete_then_the_cr_is_gone(operator, crs, co
 
 
 def operator_role(name):
-    from .conftest import ROLES
-
     return ROLES / name
 
 
@@ -238,11 +254,13 @@ def test_a_selector_limits_which_crs_are_reconciled(operator, crs, core, namespa
             }
         ]
     )
-    operator.start()
-    create(crs, namespace, "Greeting", "ignored", {"who": "nobody"}, labels={"team": "c"})
+    operator.start(*STRUCTURED_LOG)
+    ignored = create(crs, namespace, "Greeting", "ignored", {"who": "nobody"}, labels={"team": "c"})
     create(crs, namespace, "Greeting", "picked", {"who": "team a"}, labels={"team": "a"})
     wait_condition(crs, namespace, "Greeting", "picked", "Successful")
-    settle(5)
+    filtered(operator, namespace, "ignored", ignored["metadata"]["resourceVersion"])
+    assert not records_of(operator.records(), "event passes", key=f"{namespace}/ignored")
+    assert operator.reconciles("Greeting") == {"succeeded": 1, "failed": 0}
     obj = crs.get_namespaced_custom_object(GROUP, VERSION, namespace, "greetings", "ignored")
     assert "status" not in obj
     assert config_map_data(core, namespace, "ignored-greeting") is None
@@ -253,11 +271,18 @@ def test_watch_namespace_limits_the_namespaces(operator, crs, core, namespace, c
     core.create_namespace({"metadata": {"name": other}})
     try:
         operator.write_watches([{"kind": "Greeting", "role": "greeting"}])
-        operator.start()
+        operator.start(*STRUCTURED_LOG)
+        # Created first: an operator watching every namespace would have its event before the
+        # one of "here", and log it long before "here" is reconciled.
         create(crs, other, "Greeting", "elsewhere", {"who": "x"})
         create(crs, namespace, "Greeting", "here", {"who": "y"})
         wait_condition(crs, namespace, "Greeting", "here", "Successful")
-        settle(5)
+        records = operator.records()
+        [watching] = records_of(records, "Watching namespaces")
+        assert watching["namespaces"] == [namespace]
+        keys = {r["key"] for r in records if r.get("msg") in ("event passes", "event filtered")}
+        assert keys == {f"{namespace}/here"}
+        assert operator.reconciles("Greeting") == {"succeeded": 1, "failed": 0}
         obj = crs.get_namespaced_custom_object(GROUP, VERSION, other, "greetings", "elsewhere")
         assert "status" not in obj
     finally:
@@ -306,7 +331,7 @@ def test_an_api_server_outage_mid_run_loses_no_reconcile(operator, crs, core, na
     wait_condition(crs, namespace, "Sleeper", "outage", "Running", reason="Running")
     os.kill(api_server, signal.SIGSTOP)
     try:
-        settle(15)
+        time.sleep(15)  # the outage
     finally:
         os.kill(api_server, signal.SIGCONT)
     wait_condition(crs, namespace, "Sleeper", "outage", "Successful", timeout=300)

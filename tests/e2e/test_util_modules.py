@@ -7,10 +7,9 @@ metric, then records what each module returned in a ConfigMap that the test read
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
-from kubernetes.client.rest import ApiException
 
-from .conftest import GROUP, VERSION, condition, config_map_data, crd, new_cr, wait_condition
+from .crds import GROUP, VERSION, install_crds, kind_crd
+from .resources import condition, config_map_data, new_cr, wait_condition
 from .waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -24,21 +23,7 @@ METRICS_ENV = {"ANSIBLE_OPERATOR_USER_METRICS_ADDRESS": "127.0.0.1:0"}
 @pytest.fixture(scope="module")
 def reporter_crd(cluster) -> None:
     with cluster.api_client() as api_client:
-        ext = client.ApiextensionsV1Api(api_client)
-        try:
-            ext.create_custom_resource_definition(crd(KIND))
-        except ApiException as err:
-            if err.status != 409:
-                raise
-
-        def established():
-            obj = ext.read_custom_resource_definition(f"{PLURAL}.{GROUP}")
-            return any(
-                c.type == "Established" and c.status == "True"
-                for c in (obj.status.conditions or [])
-            )
-
-        wait_until(established, what="the Reporter CRD to be established")
+        install_crds(api_client, [kind_crd(KIND)])
 
 
 def reporter_events(core, namespace: str, name: str) -> list:

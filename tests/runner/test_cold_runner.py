@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from ansible_operator.runner import AnsibleRunnerNotFound, ColdRunner, RunResult
-from tests.runner.conftest import (
+
+from .runs import (
     DATA,
     PLAYBOOKS,
     ROLES,

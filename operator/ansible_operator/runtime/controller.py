@@ -77,6 +77,15 @@ class Controller:
         if predicates.primary_event_passes(event, old, new, watch):
             log.debug("event passes", extra={"event": event, "key": "/".join(key)})
             self.queue.add(key)
+        else:  # said, so that a test can tell an event was seen and ignored
+            log.debug(
+                "event filtered",
+                extra={
+                    "event": event,
+                    "key": "/".join(key),
+                    "resourceVersion": objects.metadata(obj).get("resourceVersion"),
+                },
+            )
 
     def enqueue(self, key: Key) -> None:
         """Ask for a reconcile of ``key`` (a dependent changed, say)."""
@@ -159,6 +168,7 @@ class Controller:
             self.queue.schedule(key, delay)
             return
         self._backoff.forget(key)
+        log.debug("reconciled", extra={"key": "/".join(key), "requeue_after": result.requeue_after})
         if result.requeue_after is None:
             self.queue.cancel(key)
         else:

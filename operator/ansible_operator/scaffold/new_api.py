@@ -30,6 +30,8 @@ WATCH_MARKER = "# +kubebuilder:scaffold:watch"
 CRD_MARKER = "# +kubebuilder:scaffold:crdkustomizeresource"
 SAMPLES_MARKER = "# +kubebuilder:scaffold:manifestskustomizesamples"
 RBAC_VERBS = ["get", "list", "watch", "patch", "update"]
+# molecule/common/: the scenarios' harness, the same files as this repository's molecule/common.
+MOLECULE_COMMON = ("vars.yml", "create.yml", "destroy.yml", "operator_log.yml")
 
 _KIND = re.compile(r"^[A-Z][A-Za-z0-9]{0,62}$")
 _VERSION = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
@@ -376,8 +378,9 @@ def plan(project: Path, watches_file: Path, api: NewApi) -> list[Change]:
     )
     common = project / "molecule/common"
     if not common.exists():
-        for name in ("vars.yml", "create.yml", "destroy.yml", "operator_log.yml"):
-            new_files[common / name] = f"molecule/common/{name}"
+        for name in MOLECULE_COMMON:  # the harness this repository's scenarios use, as it is
+            text = (TEMPLATES / "molecule/common" / name).read_text(encoding="utf-8")
+            changes.append(Change(common / name, text, created=True))
     for directory in (role_dir, scenario):
         if directory.exists():
             raise NewApiError(f"{_rel(directory, project)} already exists; new-api creates it")

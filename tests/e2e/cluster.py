@@ -1,21 +1,26 @@
-"""Fixtures shared by every test layer: the local cluster and a fresh namespace per test.
+"""The cluster the e2e tests run against: its kubeconfig, API clients and component pids.
 
-The session's cluster is started by the tests in a private state directory and stopped at the
-end, unless ANSIBLE_OPERATOR_TEST_KUBECONFIG names the kubeconfig of a cluster that is already
-running (for example the one ``make run`` started), which is then used and left alone.
+A private one is started for the session unless ANSIBLE_OPERATOR_TEST_KUBECONFIG names the
+kubeconfig of a cluster that is already running (for example the shared one or the one
+``make run`` started), which is then used and left alone.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from .waiting import wait_until
 
 EXISTING_CLUSTER_ENV = "ANSIBLE_OPERATOR_TEST_KUBECONFIG"
 
@@ -31,14 +36,13 @@ class Cluster:
 
     def component_pid(self, name: str) -> int:
         """The pid of one control-plane process, for tests that disturb it on purpose."""
-        import json
-
         state = json.loads((self.kubeconfig.parent / "state.json").read_text())
         return int(state["components"][name]["pid"])
 
 
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+@contextlib.contextmanager
+def session_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """The shared cluster named by ANSIBLE_OPERATOR_TEST_KUBECONFIG, else a private one."""
     if os.environ.get(EXISTING_CLUSTER_ENV):
         yield Cluster(Path(os.environ[EXISTING_CLUSTER_ENV]))
         return
@@ -56,24 +60,22 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         dev.down()
 
 
-@pytest.fixture
-def namespace(cluster: Cluster) -> Iterator[str]:
+@contextlib.contextmanager
+def fresh_namespace(cluster: Cluster) -> Iterator[str]:
     """A namespace of its own for one test, whose default ServiceAccount exists; deleted after."""
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
-
     name = f"t-{uuid.uuid4().hex[:10]}"
     with cluster.api_client() as api_client:
         core = client.CoreV1Api(api_client)
         core.create_namespace({"metadata": {"name": name}})
-        deadline = time.monotonic() + 60
-        while True:
+
+        def default_account():
             try:
-                core.read_namespaced_service_account("default", name)
-                break
+                return core.read_namespaced_service_account("default", name)
             except ApiException as err:
-                if err.status != 404 or time.monotonic() > deadline:
+                if err.status != 404:
                     raise
-                time.sleep(0.2)
+                return None
+
+        wait_until(default_account, what=f"the default ServiceAccount of {name}", timeout=60)
         yield name
         core.delete_namespace(name)

@@ -1,0 +1,199 @@
+"""``ansible-operator dev molecule`` (``make molecule``): the project's molecule scenarios on a
+local cluster.
+
+A private cluster for the whole command, started and stopped here, unless
+``ANSIBLE_OPERATOR_TEST_KUBECONFIG`` names one that is already running. One scenario (or
+``--jobs 1``) streams its output; several run ``--jobs`` at a time, each one's output in a file
+that is printed when it fails and kept when any fails. Each scenario gets a line with its time.
+Every molecule runs in a process group of its own, so SIGINT or SIGTERM stops them all (a
+stopped scenario counts as failed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from ansible_operator.dev.launcher import stop_group
+from ansible_operator.devcluster import binaries
+from ansible_operator.devcluster.cluster import ClusterError, DevCluster
+
+EXISTING_CLUSTER_ENV = "ANSIBLE_OPERATOR_TEST_KUBECONFIG"
+MOLECULE = Path(sys.executable).parent / "molecule"  # the virtualenv's own
+STOP_GRACE = 60.0
+
+
+class MoleculeError(Exception):
+    """No such scenario, or no cluster; one line."""
+
+
+def say(message: str) -> None:
+    print(f"[molecule] {message}", flush=True)
+
+
+def scenarios_of(project: Path) -> list[str]:
+    """Every scenario of the project: the directories of molecule/ with a molecule.yml."""
+    return sorted(p.parent.name for p in (project / "molecule").glob("*/molecule.yml"))
+
+
+def check_scenarios(project: Path, wanted: list[str]) -> list[str]:
+    known = scenarios_of(project)
+    unknown = [s for s in wanted if s not in known]
+    if unknown:
+        raise MoleculeError(
+            f"no scenario {', '.join(unknown)} in {project / 'molecule'} (there are: "
+            f"{', '.join(known) or 'none'})"
+        )
+    return wanted or known
+
+
+def environment(caller: Mapping[str, str], kubeconfig: Path) -> dict[str, str]:
+    """molecule's environment: the cluster for kubernetes.core, this virtualenv first on PATH."""
+    env = dict(caller)
+    env["K8S_AUTH_KUBECONFIG"] = str(kubeconfig)
+    env["PATH"] = os.pathsep.join([str(MOLECULE.parent), caller.get("PATH", "")])
+    return env
+
+
+@contextmanager
+def cluster(environ: Mapping[str, str]) -> Iterator[Path]:
+    """The kubeconfig of ``$ANSIBLE_OPERATOR_TEST_KUBECONFIG``, or of a private cluster that is
+    stopped and removed afterwards."""
+    if environ.get(EXISTING_CLUSTER_ENV):
+        yield Path(environ[EXISTING_CLUSTER_ENV])
+        return
+    state = Path(tempfile.mkdtemp(prefix="molecule-cluster."))
+    dev = DevCluster(state, progress=lambda m: print(f"[dev-cluster] {m}", file=sys.stderr))
+    try:
+        yield dev.up(binaries.ensure(progress=lambda m: print(m, file=sys.stderr)))
+    finally:
+        dev.down()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@dataclass
+class Outcome:
+    scenario: str
+    passed: bool
+    seconds: float
+
+
+class Runs:
+    """The molecule processes under way, so that a signal can stop every one of them."""
+
+    def __init__(self, project: Path, env: Mapping[str, str]) -> None:
+        self.project = project
+        self.env = dict(env)
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen[bytes]] = set()
+
+    def test(self, scenario: str, log: Path | None) -> Outcome:
+        """``molecule test`` of one scenario, its output streamed or written to ``log``."""
+        started = time.monotonic()
+        argv = [str(MOLECULE), "test", "--scenario-name", scenario]
+        with contextlib.ExitStack() as files:
+            out = files.enter_context(open(log, "wb")) if log is not None else None
+            with self._lock:
+                if self.stopping.is_set():
+                    return Outcome(scenario, False, 0.0)
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=self.project,
+                    env=self.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT if out is not None else None,
+                    start_new_session=True,
+                )
+                self._procs.add(proc)
+            code = proc.wait()
+            with self._lock:
+                self._procs.discard(proc)
+        passed = code == 0 and not self.stopping.is_set()
+        return Outcome(scenario, passed, time.monotonic() - started)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        with self._lock:
+            procs = list(self._procs)
+        for proc in procs:
+            stop_group(proc.pid, functools.partial(_exited, proc), STOP_GRACE)
+
+
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
+    return proc.poll() is not None
+
+
+def run(project: Path, wanted: list[str], jobs: int, environ: Mapping[str, str]) -> int:
+    try:
+        scenarios = check_scenarios(project, wanted)
+        with cluster(environ) as kubeconfig:
+            runs = Runs(project, environment(environ, kubeconfig))
+            previous = {
+                sig: signal.signal(sig, _stopper(runs)) for sig in (signal.SIGINT, signal.SIGTERM)
+            }
+            try:
+                return _run_all(runs, scenarios, jobs)
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+    except (MoleculeError, ClusterError, binaries.BinariesError) as err:
+        print(f"ansible-operator dev molecule: {err}", file=sys.stderr, flush=True)
+        return 1
+
+
+def _stopper(runs: Runs) -> Callable[[int, FrameType | None], None]:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        say(f"stopping on {signal.Signals(signum).name}")
+        threading.Thread(target=runs.stop, daemon=True).start()
+
+    return handler
+
+
+def _run_all(runs: Runs, scenarios: list[str], jobs: int) -> int:
+    if len(scenarios) == 1 or jobs <= 1:
+        outcomes = []
+        for scenario in scenarios:
+            outcome = runs.test(scenario, None)
+            say(f"{scenario}: {outcome.seconds:.0f} s")
+            outcomes.append(outcome)
+        failed = [o.scenario for o in outcomes if not o.passed]
+        if failed:
+            say(f"failed: {' '.join(failed)}")
+            return 1
+    else:
+        logs = Path(tempfile.mkdtemp(prefix="molecule-logs."))
+        say(f"{' '.join(scenarios)}, {jobs} at a time; output in {logs}")
+
+        def one(scenario: str) -> Outcome:
+            log = logs / f"{scenario}.log"
+            outcome = runs.test(scenario, log)
+            if not outcome.passed:
+                sys.stdout.write(log.read_text(errors="replace"))
+            result = "passed" if outcome.passed else "FAILED"
+            say(f"{scenario}: {result} in {outcome.seconds:.0f} s")
+            return outcome
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            outcomes = list(pool.map(one, scenarios))
+        if not all(o.passed for o in outcomes):
+            say(f"failed; output in {logs}")
+            return 1
+        shutil.rmtree(logs)
+    say(f"passed: {' '.join(scenarios)}")
+    return 0

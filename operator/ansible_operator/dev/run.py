@@ -1,0 +1,153 @@
+"""``ansible-operator dev run`` (``make run``): the operator project running on a cluster.
+
+The local cluster (started or reused, unless ``--kubeconfig`` names another), the CRDs and the
+sample CRs applied, then the operator in the foreground with console logs until Ctrl-C or
+SIGTERM, which stop it with its whole process group. Meanwhile the samples are watched through
+the API and a banner says when every one is ``Successful``; nothing outlives the command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ansible_operator.dev import launcher, project
+from ansible_operator.dev.project import Kubectl, ProjectError
+from ansible_operator.devcluster import binaries
+from ansible_operator.devcluster.cluster import ClusterError, DevCluster
+from ansible_operator.kube import config as kubeconfig_mod
+from ansible_operator.kube.client import ApiError, KubeClient, Unreachable
+
+SUCCESS_TIMEOUT = 600.0
+ESTABLISHED_TIMEOUT = 60.0
+
+
+def _say(message: str = "") -> None:
+    print(message, flush=True)
+
+
+def _progress(message: str) -> None:
+    print(f"[dev-cluster] {message}", file=sys.stderr, flush=True)
+
+
+def run(project_dir: Path, namespace: str, kubeconfig: Path | None) -> int:
+    """The command; its exit code is the operator's (1 with one line on a setup failure)."""
+    try:
+        bins = binaries.ensure(progress=_progress)
+        given = kubeconfig is not None
+        if kubeconfig is None:
+            kubeconfig = DevCluster(progress=_progress).up(bins)
+        creds = kubeconfig_mod.from_kubeconfig(kubeconfig)
+        kubectl = Kubectl(bins["kubectl"], kubeconfig)
+        return asyncio.run(
+            _run(project_dir, namespace, kubeconfig, KubeClient(creds), kubectl, given)
+        )
+    except (
+        binaries.BinariesError,
+        ClusterError,
+        kubeconfig_mod.ConfigError,
+        ProjectError,
+        launcher.LaunchError,
+        ApiError,
+        Unreachable,
+    ) as err:
+        print(f"ansible-operator dev run: {err}", file=sys.stderr, flush=True)
+        return 1
+    except KeyboardInterrupt:  # Ctrl-C before the operator started: nothing of ours runs
+        return 130
+
+
+async def _run(
+    project_dir: Path,
+    namespace: str,
+    kubeconfig: Path,
+    client: KubeClient,
+    kubectl: Kubectl,
+    given_cluster: bool,
+) -> int:
+    try:
+        crds = project.objects_of(kubectl("kustomize", str(project_dir / "config/crd")))
+        _say(kubectl("apply", "-k", str(project_dir / "config/crd")).rstrip())
+        await project.wait_established(client, crds, ESTABLISHED_TIMEOUT)
+        samples = project.objects_of(kubectl("kustomize", str(project_dir / "config/samples")))
+        kept = await project.existing(client, samples, namespace)
+        _say(kubectl("apply", "-k", str(project_dir / "config/samples"), "-n", namespace).rstrip())
+        _say()
+        _say(f"export KUBECONFIG={kubeconfig}")
+        _say(f"Starting the operator (watches.yaml, namespace {namespace}); Ctrl-C stops it.")
+        if not given_cluster:
+            _say("Then: make cluster-down stops the cluster.")
+        _say()
+        with tempfile.TemporaryDirectory(prefix="ansible-operator-run.") as tmp:
+            config = launcher.LaunchConfig(
+                workdir=project_dir,
+                project=project_dir,
+                kubeconfig=kubeconfig,
+                namespaces=[namespace],
+                log=None,  # the terminal
+                args=["--watches-file=./watches.yaml"],
+                tmp_dir=Path(tmp),
+            )
+            return await _supervise(config, client, samples, len(kept), namespace)
+    finally:
+        await client.close()
+
+
+async def _supervise(
+    config: launcher.LaunchConfig,
+    client: KubeClient,
+    samples: list[project.ObjectRef],
+    kept: int,
+    namespace: str,
+) -> int:
+    """Run the operator until it exits or a signal asks it to stop; its exit code."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    operator = await asyncio.to_thread(launcher.start, config)
+    try:
+        _say(
+            f"==== the operator (pid {operator.proc.pid}) is ready: metrics "
+            f"{operator.metrics_url}, probes http://127.0.0.1:{operator.ports.probes}/readyz ===="
+        )
+        banner = asyncio.create_task(_banner(client, samples, kept, namespace, time.monotonic()))
+        while operator.proc.poll() is None and not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.5)
+        banner.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await banner
+    finally:
+        code = await asyncio.to_thread(operator.stop)
+    return code
+
+
+async def _banner(
+    client: KubeClient,
+    samples: list[project.ObjectRef],
+    kept: int,
+    namespace: str,
+    started: float,
+) -> None:
+    met: list[str] = []
+    if await project.wait_successful(
+        client, samples, namespace, SUCCESS_TIMEOUT, report=met.append
+    ):
+        if kept:
+            _say(f"==== every sample is Successful ({kept} kept from an earlier run) ====")
+        else:
+            elapsed = time.monotonic() - started
+            _say(
+                f"==== every sample is Successful, {elapsed:.0f} s after the operator started ===="
+            )
+        for line in met:
+            _say(line)
+        _say(f"==== kubectl get -k config/samples -n {namespace} shows them ====")
+    else:
+        _say(f"==== not every sample reached Successful within {SUCCESS_TIMEOUT:.0f} s ====")

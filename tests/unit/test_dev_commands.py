@@ -1,0 +1,209 @@
+"""``ansible-operator dev``: molecule's runner with a stand-in molecule, the one molecule harness,
+and the commands' user errors (one line, exit code 1, nothing left running)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ansible_operator import procfs
+from ansible_operator.dev import molecule, project
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATE_COMMON = REPO / "operator/ansible_operator/scaffold/templates/new_api/molecule/common"
+
+# Stands in for molecule: `molecule test --scenario-name NAME` prints its name and environment,
+# records its pid, then passes, fails (FAKE_FAIL names it) or sleeps (FAKE_SLEEP names it).
+FAKE_MOLECULE = r"""#!{python}
+import os, sys, time
+name = sys.argv[sys.argv.index("--scenario-name") + 1]
+with open(os.path.join(os.environ["FAKE_PIDS"], name), "w") as f:
+    f.write(str(os.getpid()))
+print(f"fake molecule {{name}} K8S_AUTH_KUBECONFIG={{os.environ['K8S_AUTH_KUBECONFIG']}}",
+      flush=True)
+if name == os.environ.get("FAKE_SLEEP"):
+    time.sleep(600)
+sys.exit(1 if name == os.environ.get("FAKE_FAIL") else 0)
+"""
+
+
+def project_with(tmp_path: Path, *scenarios: str) -> Path:
+    project = tmp_path / "project"
+    for name in scenarios:
+        (project / "molecule" / name).mkdir(parents=True)
+        (project / "molecule" / name / "molecule.yml").write_text("---\n")
+    (project / "molecule/common").mkdir(parents=True, exist_ok=True)  # no molecule.yml
+    return project
+
+
+@pytest.fixture
+def fake_molecule(tmp_path, monkeypatch):
+    script = tmp_path / "bin/molecule"
+    script.parent.mkdir()
+    script.write_text(FAKE_MOLECULE.format(python=sys.executable))
+    script.chmod(0o755)
+    monkeypatch.setattr(molecule, "MOLECULE", script)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    return {"FAKE_PIDS": str(pids), "PATH": os.environ["PATH"]}
+
+
+def cluster_env(tmp_path: Path, **more: str) -> dict[str, str]:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("{}\n")
+    return {molecule.EXISTING_CLUSTER_ENV: str(kubeconfig), **more}
+
+
+def test_every_scenario_by_default_and_an_unknown_one_is_one_line(tmp_path, capsys):
+    project = project_with(tmp_path, "b", "a")
+    assert molecule.scenarios_of(project) == ["a", "b"]
+    assert molecule.check_scenarios(project, []) == ["a", "b"]
+    assert molecule.run(project, ["c"], 2, cluster_env(tmp_path)) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        f"ansible-operator dev molecule: no scenario c in {project / 'molecule'} "
+        "(there are: a, b)\n"
+    )
+
+
+def test_molecule_gets_the_cluster_and_this_virtualenv_first_on_path(tmp_path):
+    env = molecule.environment({"PATH": "/usr/bin", "X": "y"}, tmp_path / "kc")
+    assert env["K8S_AUTH_KUBECONFIG"] == str(tmp_path / "kc")
+    assert env["PATH"] == f"{molecule.MOLECULE.parent}{os.pathsep}/usr/bin"
+    assert env["X"] == "y"
+
+
+def test_one_scenario_streams_its_output_and_a_timing_line(tmp_path, fake_molecule, capfd):
+    project = project_with(tmp_path, "a", "b")
+    env = cluster_env(tmp_path, **fake_molecule)
+    assert molecule.run(project, ["a"], 2, env) == 0
+    out = capfd.readouterr().out.splitlines()
+    assert out[0] == f"fake molecule a K8S_AUTH_KUBECONFIG={tmp_path / 'kubeconfig'}"
+    assert out[1].startswith("[molecule] a: ") and out[1].endswith(" s")
+    assert out[2] == "[molecule] passed: a"
+
+
+def test_parallel_scenarios_keep_output_only_of_a_failure(tmp_path, fake_molecule, capfd):
+    project = project_with(tmp_path, "a", "b", "c")
+    env = cluster_env(tmp_path, **fake_molecule, FAKE_FAIL="b")
+    assert molecule.run(project, [], 2, env) == 1
+    out = capfd.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("[molecule] a b c, 2 at a time; output in ")
+    logs = Path(lines[0].rsplit(" ", 1)[1])
+    assert "fake molecule b" in out, "the failed scenario's output is printed"
+    assert "fake molecule a" not in out and "fake molecule c" not in out
+    assert any(line.startswith("[molecule] b: FAILED in ") for line in lines)
+    assert any(line.startswith("[molecule] a: passed in ") for line in lines)
+    assert lines[-1] == f"[molecule] failed; output in {logs}"
+    assert sorted(p.name for p in logs.iterdir()) == ["a.log", "b.log", "c.log"]
+
+
+def test_parallel_scenarios_that_pass_leave_no_output_files(tmp_path, fake_molecule, capfd):
+    project = project_with(tmp_path, "a", "b")
+    assert molecule.run(project, [], 2, cluster_env(tmp_path, **fake_molecule)) == 0
+    lines = capfd.readouterr().out.splitlines()
+    assert not Path(lines[0].rsplit(" ", 1)[1]).exists()
+    assert lines[-1] == "[molecule] passed: a b"
+
+
+def dev(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None):
+    return subprocess.run(
+        [sys.executable, "-m", "ansible_operator.cli", "dev", *args],
+        capture_output=True, text=True, timeout=120, check=False, env=env, cwd=cwd,
+    )  # fmt: skip
+
+
+def test_sigterm_stops_every_molecule_and_the_command(tmp_path, fake_molecule):
+    project = project_with(tmp_path, "a", "b")
+    env = {**os.environ, **cluster_env(tmp_path, **fake_molecule), "FAKE_SLEEP": "a"}
+    # The stand-in molecule must be found by the command too: a copy of this module's patch.
+    code = (
+        "import sys, pathlib; from ansible_operator.dev import molecule; "
+        f"molecule.MOLECULE = pathlib.Path({str(molecule.MOLECULE)!r}); "
+        f"sys.exit(molecule.run(pathlib.Path({str(project)!r}), [], 2, __import__('os').environ))"
+    )
+    command = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                               text=True)  # fmt: skip
+    pid_file = Path(fake_molecule["FAKE_PIDS"]) / "a"
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    sleeper = int(pid_file.read_text())
+    command.send_signal(signal.SIGTERM)
+    out, _ = command.communicate(timeout=120)
+    assert command.returncode == 1
+    assert "[molecule] stopping on SIGTERM" in out
+    assert "[molecule] a: FAILED in " in out
+    assert procfs.start_time(sleeper) is None, "no molecule is left running"
+
+
+def test_dev_operator_start_without_a_cluster_is_one_line(tmp_path):
+    (tmp_path / "watches.yaml").write_text("[]\n")
+    result = dev("operator", "start", "--dir", str(tmp_path / "op"), "--project", str(tmp_path))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "ansible-operator dev operator start: --kubeconfig must name a running cluster's "
+        "kubeconfig (None) and --namespace the namespace to watch"
+    ]
+    assert not (tmp_path / "op/operator.json").exists()
+
+
+def test_dev_operator_stop_and_running_without_an_operator(tmp_path):
+    assert dev("operator", "running", "--dir", str(tmp_path)).returncode == 1
+    assert dev("operator", "stop", "--dir", str(tmp_path)).returncode == 0
+
+
+@pytest.mark.parametrize("command", ["run", "operator start"])
+def test_a_directory_without_watches_yaml_is_one_line(tmp_path, command):
+    extra = ["--dir", str(tmp_path / "op")] if command == "operator start" else []
+    result = dev(*command.split(), *extra, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"ansible-operator dev {command}: no watches.yaml in {tmp_path}"
+    ]
+
+
+def test_the_repositorys_molecule_harness_is_the_one_new_api_writes():
+    names = sorted(p.name for p in TEMPLATE_COMMON.iterdir())
+    assert names == sorted(p.name for p in (REPO / "molecule/common").iterdir())
+    for name in names:
+        assert (REPO / "molecule/common" / name).read_text() == (
+            TEMPLATE_COMMON / name
+        ).read_text(), f"molecule/common/{name} differs from the new-api template's copy"
+
+
+# -- dev run's reading of the project ---------------------------------------------------------
+
+
+def test_the_objects_of_a_rendered_kustomization_and_their_kubectl_names():
+    rendered = (
+        "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: m\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n---\n"
+    )
+    refs = project.objects_of(rendered)
+    assert refs == [
+        project.ObjectRef("cache.example.com/v1alpha1", "Memcached", "m"),
+        project.ObjectRef("v1", "ConfigMap", "c"),
+    ]
+    assert [str(r) for r in refs] == ["memcached.cache.example.com/m", "ConfigMap/c"]
+
+
+@pytest.mark.parametrize(
+    ("conditions", "expected"),
+    [
+        (None, False),
+        ([{"type": "Successful", "status": "False"}], False),
+        ([{"type": "Running", "status": "True"}], False),
+        ([{"type": "Running", "status": "True"}, {"type": "Successful", "status": "True"}], True),
+    ],
+)
+def test_a_condition_is_true_only_when_it_says_so(conditions, expected):
+    obj = {"status": {"conditions": conditions}} if conditions is not None else {}
+    assert project.condition_true(obj, "Successful") is expected
