@@ -5,7 +5,8 @@ anything starts, and reports each problem in one line with exit code 1. Then one
 ``on.event`` handler per watch feeds its controller; kopf owns the API watches (listing,
 reconnects, namespaces) and writes nothing to the objects, since only ``on.event`` is used.
 SIGINT and SIGTERM stop the watches, cancel running reconciles (their Ansible processes are
-killed) and exit.
+killed) and exit. With ``--leader-elect`` only the replica holding the Lease watches and
+reconciles (runtime/leader.py); every replica serves the probes, metrics and proxy.
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ from ansible_operator.runtime import logs
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.dependents import DependentWatches
 from ansible_operator.runtime.flags import RunSettings, parse_run_args
+from ansible_operator.runtime.leader import (
+    LeaderElectionError,
+    LeaderElector,
+    LeadershipLost,
+    election_config,
+)
 from ansible_operator.runtime.metrics import EndpointError, Endpoints, OperatorMetrics
 from ansible_operator.runtime.reconciler import Reconciler
 from ansible_operator.runtime.user_metrics import (
@@ -91,6 +98,15 @@ class Operator:
         self.controllers: list[Controller] = []
         for watch in watches:
             self.controllers.append(self._controller(watch))
+        self.leader: LeaderElector | None = None
+        if settings.leader_elect:
+            try:
+                config = election_config(settings)
+            except LeaderElectionError as err:
+                raise StartupError(str(err)) from None
+            self.leader = LeaderElector(
+                config, self.client, abandon=self._kill_runs_now, registry=self.metrics.registry
+            )
 
         @kopf.on.login(registry=self.registry)
         def login(**_: Any) -> kopf.ConnectionInfo:
@@ -170,10 +186,22 @@ class Operator:
                 servers.push_async_callback(server.stop)
             servers.push_async_callback(self.client.close)
             await self._wait_for_api_server(stop)
+            if self.leader is None:
+                await self._act(stop)
+            else:
+                await self.leader.lead(stop, lambda: self._act(stop))
+
+    async def _act(self, stop: asyncio.Event) -> None:
+        """What only the leader does: dependent watches, controllers and kopf's watches."""
+        async with contextlib.AsyncExitStack() as watches:
             if self.settings.inject_owner_ref:
                 await self.dependents.start()
-                servers.push_async_callback(self.dependents.stop)
+                watches.push_async_callback(self.dependents.stop)
             await self._run_controllers(stop)
+
+    def _kill_runs_now(self) -> None:
+        """The Lease is lost: runs cancelled from now on get no grace before SIGKILL."""
+        self.runner.kill_grace = 0.0
 
     async def _run_controllers(self, stop: asyncio.Event) -> None:
         """The workers and kopf's watches, until a stop or until one of them crashes."""
@@ -276,7 +304,7 @@ def main(argv: Sequence[str]) -> int:
         return 1
     try:
         return asyncio.run(_serve(operator))
-    except (UserMetricsServerError, ProxyStartError, EndpointError) as err:
+    except (UserMetricsServerError, ProxyStartError, EndpointError, LeadershipLost) as err:
         print(f"ansible-operator run: {err}", file=sys.stderr)
         return 1
 
