@@ -279,6 +279,10 @@ def prepare(argv: Sequence[str]) -> tuple[RunSettings, list[Watch], Credentials]
     logs.configure(
         encoder=settings.zap_encoder or ("console" if settings.zap_devel else "json"),
         level=_log_level(settings),
+        # zap's defaults: stack traces from warn in development mode, from error otherwise.
+        stacktrace_level=settings.zap_stacktrace_level
+        or ("warn" if settings.zap_devel else "error"),
+        time_encoding=settings.zap_time_encoding or logs.DEFAULT_TIME_ENCODING,
     )
     for warning in settings.warnings:
         log.info(warning)
