@@ -32,7 +32,8 @@ class Timings:
         """What is wrong with these timings, in client-go's words; None when they work."""
         if self.lease_duration <= self.renew_deadline:
             return "leaseDuration must be greater than renewDeadline"
-        if self.lease_duration <= self.renew_deadline + self.retry_period:
+        # The Lease holds whole seconds, and followers go by what it holds.
+        if self.lease_seconds <= self.renew_deadline + self.retry_period:
             # Beyond client-go: otherwise a leader could still act when others may take over.
             return (
                 "leaseDuration must be greater than renewDeadline + retryPeriod "
@@ -40,9 +41,12 @@ class Timings:
             )
         if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
             return "renewDeadline must be greater than retryPeriod*JitterFactor"
-        if self.lease_duration < 1:
-            return "leaseDuration must be at least one second"
         return None
+
+    @property
+    def lease_seconds(self) -> int:
+        """The term written into the Lease: whole seconds, as client-go truncates it."""
+        return int(self.lease_duration)
 
 
 def microtime(moment: datetime.datetime) -> str:
@@ -118,7 +122,7 @@ class Candidate:
         stamp = microtime(wall)
         return LeaseRecord(
             holder=self.identity,
-            lease_duration_seconds=max(1, int(self.timings.lease_duration)),
+            lease_duration_seconds=self.timings.lease_seconds,
             acquire_time=stamp,
             renew_time=stamp,
         )

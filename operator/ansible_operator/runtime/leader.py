@@ -153,10 +153,13 @@ def _wall() -> datetime.datetime:
 
 
 class LeaderElector:
+    """One replica's part in the election of ``config``, through ``lock`` (a LeaseLock, or an
+    in-memory stand-in in tests)."""
+
     def __init__(
         self,
         config: ElectionConfig,
-        client: KubeClient,
+        lock: LeaseLock,
         *,
         abandon: Callable[[], None],
         registry: CollectorRegistry | None = None,
@@ -164,7 +167,7 @@ class LeaderElector:
         self.config = config
         self._abandon = abandon
         self.timings = config.timings
-        self.lock = LeaseLock(client, config.namespace, config.name)
+        self.lock = lock
         self.candidate = Candidate(config.identity, config.timings)
         self._reported_holder = ""
         self._status = Gauge(

@@ -37,6 +37,7 @@ from ansible_operator.runtime.leader import (
     LeaderElectionError,
     LeaderElector,
     LeadershipLost,
+    LeaseLock,
     election_config,
 )
 from ansible_operator.runtime.metrics import EndpointError, Endpoints, OperatorMetrics
@@ -105,7 +106,10 @@ class Operator:
             except LeaderElectionError as err:
                 raise StartupError(str(err)) from None
             self.leader = LeaderElector(
-                config, self.client, abandon=self._kill_runs_now, registry=self.metrics.registry
+                config,
+                LeaseLock(self.client, config.namespace, config.name),
+                abandon=self._kill_runs_now,
+                registry=self.metrics.registry,
             )
 
         @kopf.on.login(registry=self.registry)
