@@ -223,7 +223,10 @@ class LeaderElector:
         raise LeadershipLost(f"lost the Lease {self.lock}: {reason}")
 
     async def _acquire(self, stop: asyncio.Event) -> bool:
-        log.info("Attempting to acquire leader lease", extra={"lease": str(self.lock)})
+        log.info(
+            "Attempting to acquire leader lease",
+            extra={"lease": str(self.lock), "identity": self.config.identity},
+        )
         changed = asyncio.Event()
         watcher = asyncio.create_task(self.lock.wait_for_change(changed, self.timings.retry_period))
         stopping = asyncio.create_task(stop.wait())
