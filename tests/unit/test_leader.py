@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -16,6 +19,7 @@ import pytest
 
 from ansible_operator.core.lease import LeaseRecord, Timings
 from ansible_operator.kube.client import ApiError, Unreachable
+from ansible_operator.kube.config import SERVICE_ACCOUNT_DIR
 from ansible_operator.runtime.flags import build_run_settings
 from ansible_operator.runtime.leader import (
     ElectionConfig,
@@ -286,3 +290,42 @@ def test_config_errors_are_one_line(tmp_path: Path, argv: list[str], message: st
         election_config(settings(*argv), namespace_file=tmp_path / "absent")
     assert str(excinfo.value).startswith(message)
     assert "\n" not in str(excinfo.value)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--leader-elect"], "--leader-elect needs --leader-election-id"),
+        (
+            ["--leader-elect", "--leader-election-id=x"],
+            "--leader-elect outside a cluster needs --leader-election-namespace",
+        ),
+    ],
+)
+def test_run_refuses_an_incomplete_election_in_one_line(tmp_path: Path, flags, message):
+    if "namespace" in message and (SERVICE_ACCOUNT_DIR / "namespace").exists():
+        pytest.skip("in a Pod, the namespace defaults to the Pod's")
+    (tmp_path / "roles" / "r" / "tasks").mkdir(parents=True)
+    (tmp_path / "watches.yaml").write_text(
+        "- {version: v1, group: x.example.com, kind: F, role: r}\n"
+    )
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "ansible_operator.cli", "run", *flags],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"ansible-operator run: {message}")
