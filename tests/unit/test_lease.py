@@ -108,13 +108,15 @@ def test_the_leader_stops_acting_before_anyone_may_take_over(timings, seen_after
 
 def test_release_clears_the_holder_for_one_second_and_keeps_the_count():
     me = Candidate("me", TIMINGS)
-    assert me.release(WALL) is None  # not the leader: nothing to give up
-    me.wrote(LeaseRecord("me", 15, "a", "a", transitions=2), 100.0)
-    released = me.release(WALL)
+    mine = LeaseRecord("me", 15, "a", "a", transitions=2)
+    released = me.release(mine, WALL)
     assert released == LeaseRecord("", 1, microtime(WALL), microtime(WALL), 2)
     assert "holderIdentity" not in released.to_spec()
+    # Not ours (any more): nothing to give up.
+    assert me.release(held_by("other"), WALL) is None
+    assert me.release(None, WALL) is None
     me.wrote(released, 101.0)
-    assert not me.is_leader and me.release(WALL) is None
+    assert not me.is_leader
 
 
 @pytest.mark.parametrize(

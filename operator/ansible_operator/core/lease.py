@@ -171,17 +171,16 @@ class Candidate:
         that write later and waits a whole lease duration from then, which is longer."""
         return self.renewed_at + self.timings.retry_period + self.timings.renew_deadline
 
-    def release(self, wall: datetime.datetime) -> LeaseRecord | None:
-        """The record that gives the Lease up (client-go's ReleaseOnCancel: no holder, a term
-        of one second), or None when this candidate does not hold it."""
-        if not self.is_leader:
+    def release(self, current: LeaseRecord | None, wall: datetime.datetime) -> LeaseRecord | None:
+        """Given the Lease as just read, the record that gives it up (client-go's
+        ReleaseOnCancel: no holder, a term of one second), or None when it is not ours."""
+        if current is None or current.holder != self.identity:
             return None
-        assert self.observed is not None
         stamp = microtime(wall)
         return LeaseRecord(
             holder="",
             lease_duration_seconds=1,
             acquire_time=stamp,
             renew_time=stamp,
-            transitions=self.observed.transitions,
+            transitions=current.transitions,
         )

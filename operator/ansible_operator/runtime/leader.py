@@ -325,13 +325,16 @@ class LeaderElector:
             log.info("New leader elected", extra={"lease": str(self.lock), "leader": holder})
 
     async def _release(self) -> None:
-        """Give the Lease up if this replica holds it, so that a follower need not wait."""
-        record = self.candidate.release(_wall())
-        if record is None:
+        """Give the Lease up if this replica still holds it, so that a follower need not wait.
+        It is read first: a renewal cut short may have changed its resourceVersion."""
+        if not self.candidate.is_leader:
             return
         self._status.labels(name=self.config.name).set(0)
         try:
             async with asyncio.timeout(self.timings.renew_deadline):
+                record = self.candidate.release(await self.lock.get(), _wall())
+                if record is None:
+                    return
                 await self.lock.update(record)
         except (TimeoutError, ApiError, Unreachable) as err:
             log.error("Failed to release the Lease", extra={"error": str(err)})
