@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
@@ -247,3 +248,32 @@ def test_the_shipped_rbac_lets_the_operator_hold_and_release_its_lease(
             print(f"---- operator log ----\n{op.log()[-15000:]}", file=sys.stderr)
     finally:
         uninstall(installed)
+
+
+def ansible_processes_for(fragment: str) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if fragment in line and "ps -eo" not in line]
+
+
+def test_a_leader_whose_lease_is_taken_kills_its_runs_and_exits(
+    replicas, coordination, crs, namespace
+):
+    one = replicas["one"]
+    one.write_watches([{"kind": "Sleeper", "role": "sleeper"}])
+    one.start_elected()
+    wait_until(lambda: holder(coordination, namespace) == one.identity, what="one to lead")
+    crs.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, "sleepers", new_cr("Sleeper", "nap", {"seconds": 4321})
+    )
+    wait_condition(crs, namespace, "Sleeper", "nap", "Running", reason="Running")
+    wait_until(lambda: ansible_processes_for("sleep 4321"), what="the role's sleep to run")
+
+    # Someone else holds the Lease now: one's next renewal finds out.
+    lease = coordination.read_namespaced_lease(LEASE, namespace)
+    lease.spec.holder_identity = "intruder"
+    coordination.replace_namespaced_lease(LEASE, namespace, lease)
+
+    assert one.proc is not None and one.proc.wait(60) == 1
+    assert "the Lease is held by intruder" in one.log().strip().splitlines()[-1]
+    assert not ansible_processes_for("sleep 4321"), "the run was killed before the exit"
+    assert holder(coordination, namespace) == "intruder"  # not one's to release
