@@ -104,9 +104,8 @@ def test_default_workers_is_positive() -> None:
         (["--graceful-shutdown-timeout=1m"], "graceful_shutdown_timeout", 60.0),
         (["--proxy-port=9999"], "proxy_port", 9999),
         (["--proxy-port=0"], "proxy_port", 0),
-        (["--enable-http2"], "enable_http2", True),
-        (["--metrics-secure"], "metrics_secure", True),
-        (["--metrics-secure", "--metrics-require-rbac"], "metrics_require_rbac", True),
+        (["--enable-http2=false"], "enable_http2", False),
+        (["--metrics-secure=false"], "metrics_secure", False),
         (["--ansible-run-timeout=10m"], "ansible_run_timeout", 600.0),
         (["--ansible-run-timeout=0s"], "ansible_run_timeout", None),
         (["--zap-devel"], "zap_devel", True),
@@ -217,6 +216,19 @@ def test_flag_values(argv: list[str], attribute: str, value: Any) -> None:
         (
             ["--metrics-require-rbac", "--metrics-secure=false"],
             "--metrics-secure flag is required when --metrics-require-rbac is present",
+        ),
+        # Not implemented, so refused rather than accepted and ignored.
+        (
+            ["--metrics-secure"],
+            "--metrics-secure is not supported: the metrics endpoint serves plain HTTP",
+        ),
+        (
+            ["--metrics-secure", "--metrics-require-rbac"],
+            "--metrics-secure is not supported: the metrics endpoint serves plain HTTP",
+        ),
+        (
+            ["--enable-http2"],
+            "--enable-http2 is not supported: the metrics and probe endpoints speak HTTP/1.1 only",
         ),
         (
             ["--leader-elect", "--enable-leader-election"],

@@ -1,2 +1,3 @@
-"""``ansible-operator run``: flags, the manager, controllers and their work queues, the
-reconcile contract, the reconciler, status, Events, dependent watches, metrics and logs."""
+"""``ansible-operator run``: flags, the manager, leader election, controllers and their work
+queues, the reconcile contract, the reconciler, status, Events, dependent watches, metrics and
+logs."""

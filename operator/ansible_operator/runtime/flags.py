@@ -268,7 +268,7 @@ def _flags() -> tuple[_Flag, ...]:
             _choice(("info", "error", "panic"), "invalid stacktrace level {}"),
             None,
             "Zap Level at and above which stacktraces are captured (one of 'info', 'error', "
-            "'panic').",
+            "'panic'). Defaults to 'error', or 'warn' with --zap-devel.",
         ),
         _Flag(
             "zap-time-encoding",
@@ -278,13 +278,19 @@ def _flags() -> tuple[_Flag, ...]:
             ),
             None,
             "Zap time encoding (one of 'epoch', 'millis', 'nano', 'iso8601', 'rfc3339' or "
-            "'rfc3339nano'). Defaults to 'epoch'.",
+            "'rfc3339nano'), in UTC. Defaults to 'iso8601' (with milliseconds).",
         ),
     )
 
 
 _FLAGS = _flags()
 _BY_NAME = {flag.name: flag for flag in _FLAGS}
+
+# Upstream's boolean flags that we accept only as false, since nothing here implements them.
+_REFUSED = {
+    "metrics-secure": "the metrics endpoint serves plain HTTP",
+    "enable-http2": "the metrics and probe endpoints speak HTTP/1.1 only",
+}
 
 
 # --- settings --------------------------------------------------------------------------------
@@ -505,6 +511,9 @@ def build_run_settings(
         raise SettingsError(
             "--metrics-secure flag is required when --metrics-require-rbac is present"
         )
+    for name, why in _REFUSED.items():
+        if parsed[name.replace("-", "_")]:
+            raise SettingsError(f"--{name} is not supported: {why}")
     if {"leader-elect", "enable-leader-election"} <= given_set:
         raise SettingsError("only one of --leader-elect and --enable-leader-election may be set")
     if {"metrics-addr", "metrics-bind-address"} <= given_set:

@@ -5,7 +5,8 @@ anything starts, and reports each problem in one line with exit code 1. Then one
 ``on.event`` handler per watch feeds its controller; kopf owns the API watches (listing,
 reconnects, namespaces) and writes nothing to the objects, since only ``on.event`` is used.
 SIGINT and SIGTERM stop the watches, cancel running reconciles (their Ansible processes are
-killed) and exit.
+killed) and exit. With ``--leader-elect`` only the replica holding the Lease watches and
+reconciles (runtime/leader.py); every replica serves the probes, metrics and proxy.
 """
 
 from __future__ import annotations
@@ -39,6 +40,13 @@ from ansible_operator.runtime import logs
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.dependents import DependentWatches
 from ansible_operator.runtime.flags import RunSettings, parse_run_args
+from ansible_operator.runtime.leader import (
+    LeaderElectionError,
+    LeaderElector,
+    LeadershipLost,
+    LeaseLock,
+    election_config,
+)
 from ansible_operator.runtime.metrics import EndpointError, Endpoints, OperatorMetrics
 from ansible_operator.runtime.reconciler import Reconciler
 from ansible_operator.runtime.session import RunSession
@@ -105,6 +113,18 @@ class Operator:
         self.controllers: list[Controller] = []
         for watch in watches:
             self.controllers.append(self._controller(watch))
+        self.leader: LeaderElector | None = None
+        if settings.leader_elect:
+            try:
+                config = election_config(settings)
+            except LeaderElectionError as err:
+                raise StartupError(str(err)) from None
+            self.leader = LeaderElector(
+                config,
+                LeaseLock(self.client, config.namespace, config.name),
+                abandon=self._kill_runs_now,
+                registry=self.metrics.registry,
+            )
 
         @kopf.on.login(registry=self.registry)
         def login(**_: Any) -> kopf.ConnectionInfo:
@@ -184,10 +204,24 @@ class Operator:
                 servers.push_async_callback(server.stop)
             servers.push_async_callback(self.client.close)
             await self._wait_for_api_server(stop)
+            if self.leader is None:
+                await self._act(stop)
+            else:
+                await self.leader.lead(stop, lambda: self._act(stop))
+
+    async def _act(self, stop: asyncio.Event) -> None:
+        """What only the leader does: dependent watches, controllers and kopf's watches."""
+        async with contextlib.AsyncExitStack() as watches:
             if self.settings.inject_owner_ref:
                 await self.dependents.start()
-                servers.push_async_callback(self.dependents.stop)
+                watches.push_async_callback(self.dependents.stop)
             await self._run_controllers(stop)
+
+    def _kill_runs_now(self) -> None:
+        """The Lease is lost: runs cancelled from now on get no grace before SIGKILL (other
+        runners stop theirs on cancellation, as the Runner protocol requires)."""
+        if isinstance(self.runner, ColdRunner):
+            self.runner.kill_grace = 0.0
 
     async def _run_controllers(self, stop: asyncio.Event) -> None:
         """The workers and kopf's watches, until a stop or until one of them crashes."""
@@ -269,6 +303,10 @@ def prepare(argv: Sequence[str]) -> tuple[RunSettings, list[Watch], Credentials]
     logs.configure(
         encoder=settings.zap_encoder or ("console" if settings.zap_devel else "json"),
         level=_log_level(settings),
+        # zap's defaults: stack traces from warn in development mode, from error otherwise.
+        stacktrace_level=settings.zap_stacktrace_level
+        or ("warn" if settings.zap_devel else "error"),
+        time_encoding=settings.zap_time_encoding or logs.DEFAULT_TIME_ENCODING,
     )
     for warning in settings.warnings:
         log.info(warning)
@@ -293,7 +331,13 @@ def main(argv: Sequence[str]) -> int:
         return 1
     try:
         return asyncio.run(_serve(operator))
-    except (StartupError, UserMetricsServerError, ProxyStartError, EndpointError) as err:
+    except (
+        StartupError,
+        UserMetricsServerError,
+        ProxyStartError,
+        EndpointError,
+        LeadershipLost,
+    ) as err:
         print(f"ansible-operator run: {err}", file=sys.stderr)
         return 1
 
