@@ -6,6 +6,8 @@ while it runs and delivered once each, in counter order; no socket or HTTP plugi
 Memory stays bounded: ansible-runner's own output goes to a file in the run's artifacts, and
 events are folded into the outcome as they arrive instead of being kept. A run that exceeds its
 timeout, or whose task is cancelled, is killed with every process it started (see proctree.py).
+A run first takes its input dir's run lock, which ansible-runner inherits, so that no second run
+of the same CR starts beside it, even from another operator process (see runlock.py).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner import proctree
+from ansible_operator.runner import proctree, runlock
 from ansible_operator.runner.events import EventSummary
 from ansible_operator.runner.inputdir import prepare_input_dir
 from ansible_operator.runner.logging_events import emit
@@ -199,6 +201,18 @@ class ColdRunner:
         log = logger or self.logger
         pdd = Path(request.private_data_dir)
         marker = f"{request.ident}.{secrets.token_hex(8)}"
+        async with runlock.hold(pdd, marker, log=log, grace=self.kill_grace) as lock:
+            return await self._run_locked(request, on_event, log, marker, lock)
+
+    async def _run_locked(
+        self,
+        request: RunRequest,
+        on_event: EventCallback | None,
+        log: Logger,
+        marker: str,
+        lock: int,
+    ) -> RunResult:
+        pdd = Path(request.private_data_dir)
         env = run_environment(self.executable, request, marker)
         prepare_input_dir(
             pdd,
@@ -242,7 +256,7 @@ class ColdRunner:
             # the `latest` symlink among them would crash it, so it is out until the run ends.
             _remove_latest(artifacts)
             artifact_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            proc = await self._spawn(command, env, output_path, marker)
+            proc = await self._spawn(command, env, output_path, marker, lock)
             timed_out, duration = await self._supervise(proc, request, marker, deliver, log)
         finally:
             _point_latest(artifacts, request.ident)
@@ -277,9 +291,10 @@ class ColdRunner:
         )
 
     async def _spawn(
-        self, command: list[str], env: dict[str, str], output_path: Path, marker: str
+        self, command: list[str], env: dict[str, str], output_path: Path, marker: str, lock: int
     ) -> asyncio.subprocess.Process:
-        """Start ansible-runner in a session of its own, its output going to `output_path`."""
+        """Start ansible-runner in a session of its own, its output going to `output_path`,
+        holding the run lock `lock` for as long as it lives."""
         with open(output_path, "wb") as output:
             try:
                 return await asyncio.create_subprocess_exec(
@@ -289,6 +304,7 @@ class ColdRunner:
                     stderr=subprocess.STDOUT,
                     env=env,
                     start_new_session=True,
+                    pass_fds=(lock,),
                 )
             except FileNotFoundError as err:
                 raise AnsibleRunnerNotFound(f"cannot start {self.executable}: {err}") from err

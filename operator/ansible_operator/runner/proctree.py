@@ -41,7 +41,7 @@ def marked_pids(marker: str) -> set[int]:
             environ = (_PROC / name / "environ").read_bytes()
         except OSError:  # gone, or not ours to read
             continue
-        if entry in b"\0" + environ + b"\0" and _identity(int(name)) is not None:
+        if entry in b"\0" + environ + b"\0" and start_time(int(name)) is not None:
             found.add(int(name))
     return found
 
@@ -87,7 +87,7 @@ class RunProcesses:
         """Record the marked processes; returns the pids not seen before."""
         new = set()
         for pid in marked_pids(self.marker):
-            start = _identity(pid)
+            start = start_time(pid)
             if start is not None and self.known.get(pid) != start:
                 self.known[pid] = start
                 new.add(pid)
@@ -100,7 +100,7 @@ class RunProcesses:
                 os.killpg(self.pgid, sig)
         new = self.scan()
         for pid, start in list(self.known.items()):
-            if (only_new and pid not in new) or _identity(pid) != start:
+            if (only_new and pid not in new) or start_time(pid) != start:
                 continue
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
@@ -108,7 +108,7 @@ class RunProcesses:
     def alive(self) -> bool:
         if self.pgid is not None and group_alive(self.pgid):
             return True
-        if any(_identity(pid) == start for pid, start in self.known.items()):
+        if any(start_time(pid) == start for pid, start in self.known.items()):
             return True
         return bool(self.scan())
 
@@ -174,7 +174,7 @@ def _stat_fields(pid: int) -> list[str]:
     return stat[stat.rfind(")") + 2 :].split()
 
 
-def _identity(pid: int) -> int | None:
+def start_time(pid: int) -> int | None:
     """The start time of a live process (its identity with the pid); None if gone or a zombie."""
     fields = _stat_fields(pid)
     if len(fields) < 20 or fields[0] in _DEAD:

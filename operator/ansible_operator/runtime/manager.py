@@ -4,8 +4,8 @@ Start-up validates everything a user can get wrong (flags, watches.yaml, credent
 anything starts, and reports each problem in one line with exit code 1. Then one kopf
 ``on.event`` handler per watch feeds its controller; kopf owns the API watches (listing,
 reconnects, namespaces) and writes nothing to the objects, since only ``on.event`` is used.
-SIGINT and SIGTERM stop the watches, cancel running reconciles (their Ansible processes are
-killed) and exit.
+SIGINT and SIGTERM start a graceful shutdown (``shutdown.py``): no new run, the running ones
+get ``--graceful-shutdown-timeout``, then the rest are interrupted; the watches stop last.
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import kopf
@@ -34,6 +33,13 @@ from ansible_operator.runtime.dependents import DependentWatches
 from ansible_operator.runtime.flags import RunSettings, parse_run_args
 from ansible_operator.runtime.metrics import EndpointError, Endpoints, OperatorMetrics
 from ansible_operator.runtime.reconciler import Reconciler
+from ansible_operator.runtime.shutdown import (
+    RunGate,
+    drain,
+    handle_signals,
+    on_stop_signal,
+    run_kopf,
+)
 from ansible_operator.runtime.user_metrics import (
     UserMetrics,
     UserMetricsServer,
@@ -70,6 +76,7 @@ class Operator:
         self.runner = ColdRunner()
         self.registry = kopf.OperatorRegistry()
         self.metrics = OperatorMetrics()
+        self.gate = RunGate()  # every run passes it; closed and interrupted at shutdown
         self.user_metrics = UserMetrics()
         try:
             self.endpoints = Endpoints(
@@ -111,6 +118,7 @@ class Operator:
             proxy=self.proxy,
             metrics=self.metrics,
             resource=resource,
+            gate=self.gate,
         )
         controller = Controller(
             watch,
@@ -176,20 +184,26 @@ class Operator:
             await self._run_controllers(stop)
 
     async def _run_controllers(self, stop: asyncio.Event) -> None:
-        """The workers and kopf's watches, until a stop or until one of them crashes."""
+        """The workers and kopf's watches, until a stop (then a graceful drain) or a crash."""
         workers = [asyncio.create_task(c.run()) for c in self.controllers]
-        kopf_task = asyncio.create_task(self._watch(stop))
+        stopped = asyncio.create_task(stop.wait())
+        watches_stop = asyncio.Event()  # kopf stops after the drain, not on the signal
+        kopf_task = asyncio.create_task(
+            self._watch(watches_stop, on_signal=on_stop_signal(stop, self.gate))
+        )
+        tasks = [stopped, kopf_task, *workers]
         try:
-            done, _ = await asyncio.wait([kopf_task, *workers], return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 task.result()  # a crashed part ends the operator, loudly
             timeout = self.settings.graceful_shutdown_timeout
-            await asyncio.gather(*(c.drain(timeout) for c in self.controllers))
+            await drain(self.controllers, self.gate, timeout=timeout)
         finally:
             stop.set()
-            for task in [*workers, kopf_task]:
+            watches_stop.set()
+            for task in tasks:
                 task.cancel()
-            for task in [*workers, kopf_task]:
+            for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
@@ -209,12 +223,13 @@ class Operator:
                 await asyncio.wait_for(stop.wait(), delay)
             delay = min(delay * 2, 30.0)
 
-    async def _watch(self, stop: asyncio.Event) -> None:
+    async def _watch(self, stop: asyncio.Event, *, on_signal: Callable[[], None]) -> None:
         """kopf's watches; restarted if they ever give up (a very long API outage, say)."""
         namespaces = self.settings.watch_namespaces
         while not stop.is_set():
             try:
-                await kopf.operator(
+                await run_kopf(
+                    on_signal=on_signal,
                     registry=self.registry,
                     settings=self.kopf_settings(),
                     standalone=True,
@@ -283,9 +298,7 @@ def main(argv: Sequence[str]) -> int:
 
 async def _serve(operator: Operator) -> int:
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    handle_signals(on_stop_signal(stop, operator.gate))
     await operator.run(stop)
     log.info("Stopped")
     return 0

@@ -48,6 +48,7 @@ from ansible_operator.runtime import backoff, recorder
 from ansible_operator.runtime.controller import Key, ReconcileError, Result
 from ansible_operator.runtime.flags import RunSettings
 from ansible_operator.runtime.metrics import OperatorMetrics
+from ansible_operator.runtime.shutdown import Interrupted, RunGate
 from ansible_operator.runtime.status import write_status
 
 log = logging.getLogger("reconciler")
@@ -71,6 +72,7 @@ class Reconciler:
         metrics: OperatorMetrics | None = None,
         runner_base: Path = DEFAULT_BASE_DIR,
         clock: Callable[[], datetime.datetime] = utc_now,
+        gate: RunGate | None = None,
     ) -> None:
         self.watch = watch
         self.client = client
@@ -81,6 +83,7 @@ class Reconciler:
         self.metrics = metrics
         self.runner_base = runner_base
         self.clock = clock
+        self.gate = gate or RunGate()  # shared by all reconcilers: closed at shutdown
         try:
             self.log_events = LogEventsMode.parse(settings.ansible_log_events)
         except ValueError:
@@ -143,7 +146,10 @@ class Reconciler:
             )
 
         try:
-            result = await self._run(obj, finalizing=deleting)
+            result = await self.gate.run(self._run(obj, finalizing=deleting))
+        except Interrupted as stop:
+            await self._mark_interrupted(resource, namespace, name, stop.cause, generation)
+            return Result()  # this process runs nothing more; the next one runs it again
         except RunnerError as err:
             message = f"Unable to run reconciliation: {err}"
             await self._mark_error(resource, obj, message)
@@ -166,8 +172,10 @@ class Reconciler:
                         s, ansible_result=ansible_result, now=self.clock(), generation=generation
                     )
             else:
-                reason = "Timeout" if result.timed_out else conditions.REASON_FAILED
+                reason = conditions.REASON_FAILED
                 message = "\n".join(outcome.failure_messages) or "unknown playbook failure"
+                if result.timed_out:
+                    reason, message = conditions.REASON_TIMEOUT, conditions.timeout_message(message)
 
                 def update(s: dict[str, Any]) -> dict[str, Any]:
                     return conditions.mark_failure(
@@ -322,6 +330,20 @@ class Reconciler:
             await write_status(self.client, resource, namespace, name, update)
         except (ApiError, Unreachable) as err:
             raise ReconcileError(f"writing status: {err}") from err
+
+    async def _mark_interrupted(
+        self, resource: ResourceInfo, namespace: str, name: str, cause: str, generation: int | None
+    ) -> None:
+        log.info("Reconciliation interrupted", extra={"cause": cause})
+        if self.watch.manage_status:
+            await self._write_status(
+                resource,
+                namespace,
+                name,
+                lambda s: conditions.mark_interrupted(
+                    s, cause=cause, now=self.clock(), generation=generation
+                ),
+            )
 
     async def _mark_error(self, resource: ResourceInfo, obj: dict[str, Any], message: str) -> None:
         """Upstream's markError: written even when the watch does not manage status."""
