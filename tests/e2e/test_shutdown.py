@@ -42,6 +42,9 @@ class Journal:
     def of(self, name: str) -> list[str]:
         return [what for what, who, _ in self.entries() if who == name]
 
+    def of_all(self, what: str) -> list[str]:
+        return [name for w, name, _ in self.entries() if w == what]
+
     def overlaps(self) -> list[str]:
         """Runs that ended after a later run of the same CR had started."""
         latest: dict[str, str] = {}
@@ -190,19 +193,18 @@ def test_short_fault_run_sigkill_and_sigterm_at_random_points(operator, crs, nam
     operator.write_watches([{"kind": KIND, "role": "journal"}])
     for name in names:
         create(crs, namespace, name, rng.choice([1, 3, 6]), journal)
-    faults = {"SIGKILL": 0, "SIGTERM": 0}
-    for _ in range(6):
+    faults = ["SIGKILL", "SIGTERM"] * 3
+    rng.shuffle(faults)
+    for fault in faults:
         operator.start(f"--graceful-shutdown-timeout={rng.choice([0, 1, 3])}s")
         # A fault at a random point, but after some run has started since this operator did.
         started = len(journal.entries())
         wait_until(lambda n=started: len(journal.entries()) > n, what="a run to start", timeout=180)
         time.sleep(rng.uniform(0, 6))  # the random point of the fault
         assert operator.proc.poll() is None, "the operator stopped by itself"
-        if rng.random() < 0.5:
-            faults["SIGKILL"] += 1
+        if fault == "SIGKILL":
             operator.kill()
         else:
-            faults["SIGTERM"] += 1
             operator.proc.send_signal(signal.SIGTERM)
             assert exit_code(operator) == 0
     operator.start()
@@ -218,7 +220,12 @@ def test_short_fault_run_sigkill_and_sigterm_at_random_points(operator, crs, nam
         return True
 
     wait_until(all_successful, what="every CR Successful", timeout=600)
-    print(f"faults: {faults}; journal: {len(journal.entries())} lines")
+    log = operator.log()
+    print(
+        f"faults {faults}: {len(journal.of_all('start'))} runs started,"
+        f" {len(journal.of_all('end'))} ended, {log.count('Reconciliation interrupted')}"
+        f" interrupted, {log.count('Stopping an orphaned run')} orphans stopped"
+    )
     assert journal.overlaps() == []
     for name in names:
         assert journal.of(name)[-1] == "end"
