@@ -179,9 +179,9 @@ def test_after_a_sigkill_the_orphaned_run_is_stopped_before_the_next_one(
     operator.start()
     obj = wait_condition(crs, namespace, KIND, "orphan", "Successful", timeout=300)
     assert condition(obj, "Running")["reason"] == "Successful"
-    assert "Stopping an orphaned run of this resource" in operator.log()
-    assert journal.of("orphan") == ["start", "start", "end"], "the orphan never finished"
     assert journal.overlaps() == []
+    assert journal.of("orphan") == ["start", "start", "end"], "the orphan never finished"
+    assert "Stopping an orphaned run of this resource" in operator.log()
     assert run_processes(namespace, "orphan") == []
 
 
