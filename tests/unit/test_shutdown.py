@@ -94,6 +94,22 @@ def test_runs_still_going_after_the_timeout_are_interrupted_saying_why() -> None
     assert set(runs.interrupted) == {"a", "b"}
 
 
+def test_a_negative_timeout_waits_without_limit_as_upstream() -> None:
+    gate = RunGate()
+    runs = Runs(gate, {"slow": 0.3})
+
+    async def scenario() -> None:
+        controller = Controller(WATCH, runs.reconcile, workers=1)
+        task = asyncio.create_task(controller.run())
+        controller.queue.add(("ns", "slow"))
+        await started(runs, "slow")
+        await drain([controller], gate, timeout=-1)
+        await task
+
+    within(60, scenario())
+    assert runs.ended == {"slow": "finished"} and runs.interrupted == {}
+
+
 def test_a_closed_gate_starts_nothing() -> None:
     gate = RunGate()
     runs = Runs(gate, {"x": 0})

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -97,15 +98,17 @@ class RunGate:
 
 
 async def drain(controllers: Sequence[Controller], gate: RunGate, *, timeout: float) -> None:
-    """The graceful shutdown: no new run, ``timeout`` seconds for the running ones, then the
-    rest are interrupted and given ``STOP_WAIT`` seconds to be stopped and recorded."""
+    """The graceful shutdown: no new run, ``timeout`` seconds for the running ones (negative:
+    no limit, as upstream), then the rest are interrupted and given ``STOP_WAIT`` seconds to be
+    stopped and recorded."""
     gate.close("the operator is shutting down, no new run starts")
     if gate.running:
         log.info(
             "Shutting down: waiting for running reconciles",
             extra={"runs": gate.running, "graceful_shutdown_timeout": timeout},
         )
-    await asyncio.gather(*(c.drain(timeout) for c in controllers))
+    grace = math.inf if timeout < 0 else timeout
+    await asyncio.gather(*(c.drain(grace) for c in controllers))
     if gate.running:
         log.info(
             "Graceful shutdown timeout reached, interrupting the runs still going",
