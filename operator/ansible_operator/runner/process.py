@@ -331,15 +331,17 @@ class ColdRunner:
         started = loop.time()
         deadline = None if request.timeout is None else started + request.timeout
         pgid = proc.pid  # start_new_session: the child leads its own group
-        waiter = asyncio.ensure_future(proc.wait())
         try:
-            while not waiter.done():
+            # The end of the process is polled, not awaited in a task of its own: kopf cancels
+            # every task created since it started when its watches stop, and a cancelled waiter
+            # once passed for the end of the run.
+            while proc.returncode is None:
                 timeout = self.poll_interval
                 if deadline is not None:
                     timeout = max(0.0, min(timeout, deadline - loop.time()))
-                await asyncio.wait({waiter}, timeout=timeout)
+                await asyncio.sleep(timeout)
                 deliver()
-                if not waiter.done() and deadline is not None and loop.time() >= deadline:
+                if proc.returncode is None and deadline is not None and loop.time() >= deadline:
                     emit(
                         log,
                         logging.ERROR,
@@ -354,16 +356,13 @@ class ColdRunner:
                             {"job": request.ident},
                         )
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(asyncio.shield(waiter), self.kill_grace + 5)
+                        await asyncio.wait_for(proc.wait(), self.kill_grace + 5)
                     return True, loop.time() - started
             return False, loop.time() - started
         except BaseException:
             # Shutting down, or the caller gave up: the run must not outlive the request.
             await _kill_after_abort(pgid, marker, self.kill_grace, proc)
             raise
-        finally:
-            if not waiter.done():
-                waiter.cancel()
 
 
 async def _kill_after_abort(
