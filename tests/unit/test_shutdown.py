@@ -137,6 +137,23 @@ def test_a_run_gets_its_result_or_its_error_through_the_gate() -> None:
     within(10, scenario())
 
 
+def test_a_run_does_not_depend_on_tasks_created_while_it_runs() -> None:
+    # kopf cancels every task created since it started whenever its watches stop or restart.
+    gate = RunGate()
+    runs = Runs(gate, {"x": 0.3})
+
+    async def scenario() -> None:
+        caller = asyncio.create_task(runs.reconcile(("ns", "x")))
+        before = asyncio.all_tasks()
+        await started(runs, "x")
+        for task in asyncio.all_tasks() - before:
+            task.cancel()
+        await caller
+
+    within(10, scenario())
+    assert runs.ended == {"x": "finished"} and runs.interrupted == {}
+
+
 def test_cancelling_the_caller_cancels_the_run() -> None:
     gate = RunGate()
     runs = Runs(gate)

@@ -15,7 +15,6 @@ them (see ``run_kopf``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import signal
@@ -42,13 +41,17 @@ class Interrupted(Exception):
 
 
 class RunGate:
-    """Lets runs start until it is closed, and stops the ones under way when interrupted."""
+    """Lets runs start until it is closed, and stops the ones under way when interrupted.
+
+    A run is awaited in its caller's task, and an interruption cancels that task: no task is
+    created here, since kopf cancels every task created after it started whenever its watches
+    stop or restart, and such a task would take the run down with it.
+    """
 
     def __init__(self) -> None:
         self._closed: str | None = None  # why no run may start
         self._interrupted: str | None = None  # why the running ones were stopped
-        self._interrupt = asyncio.Event()
-        self._running: set[asyncio.Future[Any]] = set()
+        self._running: set[asyncio.Task[Any]] = set()
 
     @property
     def running(self) -> int:
@@ -65,36 +68,31 @@ class RunGate:
         self.close(cause)
         if self._interrupted is None:
             self._interrupted = cause
-            self._interrupt.set()
+            for task in self._running:
+                task.cancel()
 
     async def run(self, work: Awaitable[T]) -> T:
         """Await ``work``, the start of a run, unless the gate is closed.
 
         Raises ``Interrupted`` if the gate is closed (``work`` is not started) or is interrupted
-        meanwhile: ``work`` is then cancelled and awaited, so its processes are gone on return.
+        meanwhile: ``work`` is then cancelled, so its processes are gone on return.
         """
         if self._closed is not None:
             if asyncio.iscoroutine(work):
                 work.close()
             raise Interrupted(self._closed)
-        task = asyncio.ensure_future(work)
-        interrupted = asyncio.ensure_future(self._interrupt.wait())
-        self._running.add(task)
+        me = asyncio.current_task()
+        assert me is not None
+        self._running.add(me)
         try:
-            await asyncio.wait({task, interrupted}, return_when=asyncio.FIRST_COMPLETED)
-            if not task.done():
-                task.cancel()
-                await asyncio.wait({task})
-            if task.cancelled() and self._interrupted is not None:
-                raise Interrupted(self._interrupted)
-            return task.result()
+            return await work
+        except asyncio.CancelledError:
+            # Ours alone if nobody else cancelled the task too: then it goes on, interrupted.
+            if self._interrupted is not None and me.uncancel() == 0:
+                raise Interrupted(self._interrupted) from None
+            raise
         finally:
-            self._running.discard(task)
-            interrupted.cancel()
-            if not task.done():  # the caller itself was cancelled: so is the run
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            self._running.discard(me)
 
 
 async def drain(controllers: Sequence[Controller], gate: RunGate, *, timeout: float) -> None:
