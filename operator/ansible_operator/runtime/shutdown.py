@@ -7,9 +7,10 @@ when its task is cancelled) and their CRs say ``Running=False`` with reason ``In
 ``Failure``, so that the next operator process runs them again. A second signal interrupts at once.
 
 ``RunGate`` is the one switch every reconciler's run goes through (a lost leadership can close it
-too); ``drain`` is the shutdown sequence. kopf must not handle the signals itself: it would stop
-its watches at once and, 5 s later, cancel every task created since it started, the runs among
-them (see ``run_kopf``).
+too); ``drain`` is the shutdown sequence. kopf must not handle the signals itself (see
+``run_kopf``): it would stop its watches at once and, 5 s later, cancel every task created since
+it started, whatever a run was waiting on among them (the runner's waiter on ansible-runner once:
+the run then passed for ended without a stats event, the issue this module answers).
 """
 
 from __future__ import annotations
@@ -143,10 +144,10 @@ async def run_kopf(*, on_signal: Callable[[], None], **operator_args: Any) -> No
     """``kopf.operator(**operator_args)``, except that SIGINT and SIGTERM stay ours.
 
     ``kopf.operator`` puts its own handlers on both signals: a SIGTERM would stop the watches at
-    once and then cancel every task created since kopf started, the reconciles' runs among them,
-    before any graceful shutdown. So its tasks are spawned and run here as ``kopf.operator``
-    does, with ``on_signal`` put back in between; kopf stops when its ``stop_flag`` is set,
-    after the drain.
+    once and then cancel every task created since kopf started (the runs' proxy connections,
+    say) before any graceful shutdown. So its tasks are spawned and run here as
+    ``kopf.operator`` does, with ``on_signal`` put back in between; kopf stops when its
+    ``stop_flag`` is set, after the drain.
     """
     existing = asyncio.all_tasks()
     tasks = await kopf.spawn_tasks(**operator_args)
