@@ -66,7 +66,7 @@ async def hold(
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        await _acquire(fd, marker, log=log, grace=grace, poll=poll)
+        await _acquire(fd, log=log, grace=grace, poll=poll)
         _write(fd, Holder.this_process(marker))
         try:
             yield fd
@@ -76,7 +76,7 @@ async def hold(
         os.close(fd)  # the lock goes with the last descriptor, in the run's process if alive
 
 
-async def _acquire(fd: int, marker: str, *, log: Logger, grace: float, poll: float) -> None:
+async def _acquire(fd: int, *, log: Logger, grace: float, poll: float) -> None:
     waiting_for: int | None = None
     stopped: str | None = None
     while not _try_lock(fd):
