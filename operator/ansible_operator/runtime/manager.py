@@ -27,7 +27,7 @@ from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo, Unr
 from ansible_operator.kube.config import ConfigError, Credentials
 from ansible_operator.kube.config import load as load_credentials
 from ansible_operator.proxy import Proxy, ProxyStartError
-from ansible_operator.runner import ColdRunner, RunnerError
+from ansible_operator.runner import ColdRunner, RunnerError, versions
 from ansible_operator.runtime import logs
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.dependents import DependentWatches
@@ -68,8 +68,15 @@ class Operator:
         self.creds = creds
         self.client = KubeClient(creds)
         self.runner = ColdRunner()
+        # The Ansible the runs will use, asked once: too old an ansible-core is refused here.
+        ansible = versions.probe(self.runner.executable)
+        versions.check_supported(ansible)
+        log.info(
+            "Ansible",
+            extra={"ansible_core": ansible.core, "ansible_runner": ansible.runner},
+        )
         self.registry = kopf.OperatorRegistry()
-        self.metrics = OperatorMetrics()
+        self.metrics = OperatorMetrics(ansible)
         self.user_metrics = UserMetrics()
         try:
             self.endpoints = Endpoints(
