@@ -39,6 +39,16 @@ def test_a_string_conditional_from_the_cr_says_where_the_value_comes_from():
     assert "(the value comes from /tmp/cap/pdd/env/extravars)" in message
 
 
+def test_a_failed_when_length_names_its_line_from_the_result():
+    message = core219.explain(event("failed-when-length"))
+    assert message is not None
+    assert message.startswith(
+        "ansible-core 2.19 rule: a conditional must be a boolean "
+        "(/tmp/cap/roles/failedwhen/tasks/main.yml:6). "
+        "Fix the role: the value is an int: make the condition a boolean;"
+    )
+
+
 def test_none_reaching_a_filter_names_the_native_types_rule_and_the_filter():
     message = core219.explain(event("none-into-indent"))
     assert message is not None

@@ -29,6 +29,7 @@ _NOT_A_STRING = re.compile(
 )
 _ORIGIN = re.compile(r"^Origin: (?P<file>.+?):(?P<line>\d+)(?::\d+)?$")
 _LOCATION = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?::\d+)?$")
+_CONDITION_KEY = re.compile(r"^(?:\w+_when|when|until|that):\s*")
 _SIMPLE = re.compile(r"[\w.\[\]'\"]+(?: \| \w[\w.]*(?:\([^()]*\))?)*")
 
 ROLLBACK = "or run the operator on ansible-core 2.18, the default"
@@ -39,31 +40,21 @@ def explain(event: Mapping[str, Any]) -> str | None:
     data = event.get("event_data")
     if not isinstance(data, Mapping) or not isinstance(data.get("res"), Mapping):
         return None
-    message = data["res"].get("msg")
-    if not isinstance(message, str):
-        return None
+    res = data["res"]
     lines = _ANSI.sub("", str(event.get("stdout") or "")).replace("\r", "").splitlines()
     task_path = str(data.get("task_path") or "")
 
+    # A broken `failed_when` is reported beside the module's own message, and not displayed.
+    failed_when = res.get("failed_when_result")
+    if isinstance(failed_when, str) and (match := _CONDITIONAL.search(failed_when)):
+        return _conditional(match, failed_when, _short(match["where"]), None)
+    message = res.get("msg")
+    if not isinstance(message, str):
+        return None
     if match := _CONDITIONAL.search(message):
         # The display's last origin is the condition; `at` is where its value came from.
         where = _last_origin(lines) or _short(task_path)
-        expression = _source_expression(lines, where, "when")
-        fix = _boolean_fix(expression, match["type"]) if expression else None
-        kind = f"{'an' if match['type'][0] in 'aeiou' else 'a'} {match['type']}"
-        change = (
-            f"`{expression}` gives {kind}: make it `{fix}`"
-            if expression and fix
-            else f"the value is {kind}: make the condition a boolean"
-        )
-        source = _short(match["where"])
-        if source != where:
-            change += f" (the value comes from {source})"
-        return (
-            f"ansible-core 2.19 rule: a conditional must be a boolean ({where}). "
-            f"Fix the role: {change}; {ROLLBACK}; or set ANSIBLE_ALLOW_BROKEN_CONDITIONALS=true "
-            f"in the operator's environment (conditionals only). Ansible said: {message}"
-        )
+        return _conditional(match, message, where, _source_expression(lines, where))
     if match := _FILTER_FAILED.search(message):
         where = _last_origin(lines) or _short(task_path)
         expression = _template_at(lines, where)
@@ -84,6 +75,25 @@ def explain(event: Mapping[str, Any]) -> str | None:
             f"end the template with `| string`; {ROLLBACK}. Ansible said: {message}"
         )
     return None
+
+
+def _conditional(match: re.Match[str], message: str, where: str, expression: str | None) -> str:
+    type_name = match["type"]
+    kind = f"{'an' if type_name[0] in 'aeiou' else 'a'} {type_name}"
+    fix = _boolean_fix(expression, type_name) if expression else None
+    change = (
+        f"`{expression}` gives {kind}: make it `{fix}`"
+        if expression and fix
+        else f"the value is {kind}: make the condition a boolean"
+    )
+    source = _short(match["where"])
+    if source != where:
+        change += f" (the value comes from {source})"
+    return (
+        f"ansible-core 2.19 rule: a conditional must be a boolean ({where}). "
+        f"Fix the role: {change}; {ROLLBACK}; or set ANSIBLE_ALLOW_BROKEN_CONDITIONALS=true "
+        f"in the operator's environment (conditionals only). Ansible said: {message}"
+    )
 
 
 def _short(location: str) -> str:
@@ -115,16 +125,15 @@ def _source_line(lines: list[str], location: str) -> str | None:
     return None
 
 
-def _source_expression(lines: list[str], location: str, key: str) -> str | None:
-    """The expression of `key:` (or of a list item under it) on the line at `location`."""
+def _source_expression(lines: list[str], location: str) -> str | None:
+    """The condition on the line at `location`: after `when:`, `failed_when:`, `until:`, ...,
+    or a list item (`- x` under `when:` or an assert's `that:`)."""
     line = _source_line(lines, location)
     if line is None:
         return None
-    line = line.removeprefix("- ")
-    if line.startswith(f"{key}:"):
-        line = line[len(key) + 1 :]
-    elif ":" in line and not line.startswith(("'", '"')):
-        return None  # the value was defined elsewhere, for example as a variable
+    line = _CONDITION_KEY.sub("", line.removeprefix("- "), count=1)
+    if re.match(r"[\w.]+:(\s|$)", line):
+        return None  # some other key: not a condition written on this line
     return line.strip().strip("'\"").strip() or None
 
 
