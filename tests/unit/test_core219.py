@@ -65,20 +65,15 @@ def test_none_reaching_a_filter_names_the_native_types_rule_and_the_filter():
 
 
 def test_a_templated_number_refused_by_the_api_names_the_field_and_the_fix():
-    failed = event("length-conditional")
-    failed["event_data"]["res"] = {
-        "msg": 'Failed to create object: b\'{"kind":"Status","message":"ConfigMap in '
-        'version \\"v1\\" cannot be handled as a ConfigMap: json: cannot unmarshal number into '
-        "Go struct field ConfigMap.data of type string\"}'"
-    }
-    failed["stdout"] = ""
-    message = core219.explain(failed)
+    message = core219.explain(event("number-in-configmap"))
     assert message is not None
     assert message.startswith(
         "ansible-core 2.19 rule: templates keep native types, so a templated number "
         "(such as `{{ size + 1 }}`) stays a number, and the API server refuses it for the "
-        "string field ConfigMap.data (task at /tmp/cap/roles/legacy/tasks/main.yml:8). "
-        "Fix the role: end the template with `| string`"
+        "string field ConfigMap.data (task at /tmp/cap/roles/legacy/tasks/main.yml:20). "
+        "Fix the role: end the template with `| string`; "
+        "or run the operator on ansible-core 2.18, the default. "
+        "Ansible said: Failed to create object:"
     )
 
 
