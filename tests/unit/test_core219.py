@@ -95,3 +95,19 @@ def test_the_run_outcome_carries_the_explanation():
     outcome = summarize([event("length-conditional")])
     assert outcome.failures[0].message == core219.explain(event("length-conditional"))
     assert outcome.failures[0].task == "List the members when there are any"
+
+
+@pytest.mark.parametrize(
+    ("expression", "type_name", "fix"),
+    [
+        ("members | length", "int", "members | length > 0"),
+        ("size + 1", "int", "(size + 1) > 0"),
+        ("write_settings", "str", "write_settings | bool"),
+        ("spec.items", "list", "spec.items | length > 0"),
+        ("labels", "dict", "labels | length > 0"),
+        ("owner", "NoneType", "owner is not none"),
+        ("thing", "Unknown", None),
+    ],
+)
+def test_the_boolean_to_write_depends_on_the_type_the_condition_gave(expression, type_name, fix):
+    assert core219._boolean_fix(expression, type_name) == fix

@@ -24,8 +24,7 @@ _FILTER_FAILED = re.compile(
     r"'int'|'bool'|'float').*)$"
 )
 _NOT_A_STRING = re.compile(
-    r"cannot unmarshal (?P<type>number|bool) into Go (?:struct field|value of type) "
-    r"(?P<field>\S+?)(?: of type string)"
+    r"cannot unmarshal (?P<type>number|bool) into Go struct field (?P<field>\S+) of type string"
 )
 _ORIGIN = re.compile(r"^Origin: (?P<file>.+?):(?P<line>\d+)(?::\d+)?$")
 _LOCATION = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?::\d+)?$")
@@ -149,9 +148,9 @@ def _boolean_fix(expression: str, type_name: str) -> str | None:
     operand = expression if _SIMPLE.fullmatch(expression) else f"({expression})"
     if type_name in ("int", "float"):
         return f"{operand} > 0"
-    if type_name in ("str", "AnsibleUnsafeText", "_AnsibleTaggedStr"):
+    if type_name == "str":
         return f"{operand} | bool"
-    if type_name in ("list", "dict", "_AnsibleTaggedList", "_AnsibleTaggedDict"):
+    if type_name in ("list", "dict"):
         return f"{operand} | length > 0"
     if type_name == "NoneType":
         return f"{operand} is not none"
