@@ -7,8 +7,9 @@ STAMP := $(VENV)/.installed
 OPERATOR := $(BIN)/ansible-operator
 PYTEST_ARGS ?=
 
-.PHONY: run test lint unit e2e molecule venv cluster-up cluster-down cluster-status binaries clean
-.PHONY: venv-ansible-core-2.19 e2e-ansible-core-2.19
+.PHONY: run test lint unit e2e molecule venv cluster-up cluster-down cluster-status binaries clean \
+	image image-test docker-build docker-push deploy undeploy \
+	venv-ansible-core-2.19 e2e-ansible-core-2.19
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -77,7 +78,7 @@ lint: $(STAMP)
 	MYPYPATH=collections $(BIN)/mypy --explicit-package-bases --namespace-packages \
 		-p ansible_collections.operator_sdk.util
 	$(OPERATOR) generate crds --check  # the CRDs in config/crd/bases match the roles
-	$(BIN)/pytest -q tests/unit/test_dockerfile.py  # no image builder here: the Dockerfile's essentials
+	$(BIN)/pytest -q tests/unit/test_dockerfile.py  # the Dockerfile's essentials, before a build
 	$(BIN)/yamllint --strict roles playbooks collections molecule config tests/e2e/roles \
 		watches.yaml requirements.yml .yamllint .ansible-lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" ANSIBLE_COLLECTIONS_PATH="$(CURDIR)/collections" \
@@ -155,7 +156,28 @@ e2e: $(STAMP)
 	$(OPERATOR) dev-cluster build
 	$(BIN)/pytest tests/e2e $(PYTEST_ARGS)
 
-test: lint unit e2e molecule  ## lint, unit, end-to-end and molecule tests
+# The image, with podman in place of a Docker engine (installed on first use, as root, from
+# Debian's packages); its store is private (~/.cache/ansible-operator/podman).
+IMG ?= controller:latest
+image: $(STAMP)  ## build the operator image: make image IMG=registry.example.com/op:0.1.0
+	$(OPERATOR) dev-image build --tag $(IMG)
+
+docker-build: image  ## operator-sdk's name for `make image` (podman underneath)
+
+docker-push: $(STAMP)  ## push $(IMG) to its registry
+	$(OPERATOR) dev-image podman -- push $(IMG)
+
+deploy: $(STAMP)  ## apply config/default with $(IMG) to $$KUBECONFIG's cluster, else the local one
+	$(OPERATOR) dev-image deploy --tag $(IMG)
+
+undeploy: $(STAMP)  ## delete what `make deploy` applied
+	$(OPERATOR) dev-image undeploy --tag $(IMG)
+
+image-test: $(STAMP)  ## build the image and run the operator from it, in-cluster style
+	$(OPERATOR) dev-cluster build
+	$(BIN)/pytest tests/image $(PYTEST_ARGS)
+
+test: lint unit e2e molecule image-test  ## lint, unit, end-to-end, molecule and image tests
 
 clean: cluster-down
 	rm -rf $(VENV)

@@ -11,6 +11,7 @@ import sys
 
 from ansible_operator import __version__
 from ansible_operator.devcluster import command as devcluster_command
+from ansible_operator.devcluster import image_command
 from ansible_operator.runner import RunnerError, find_ansible_runner, versions
 from ansible_operator.scaffold import generate
 from ansible_operator.scaffold import new_api as newapi
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.add_parser("run", help="run the operator (see 'ansible-operator run --help')")
     subparsers.add_parser("version", help="print the version").set_defaults(handler=_version)
     devcluster_command.add_parser(subparsers)
+    image_command.add_parser(subparsers)
     generate.add_parser(subparsers)
     newapi.add_parser(subparsers)
     return parser

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from ansible_operator.core.conditions import (
-    ansible_result,
     format_completion,
     format_transition_time,
     get_condition,
@@ -138,48 +137,6 @@ def test_parse_runner_time_rejects_garbage() -> None:
 )
 def test_is_rfc3339(value: Any, valid: bool) -> None:
     assert is_rfc3339(value) is valid
-
-
-@pytest.mark.parametrize(
-    ("stats", "expected"),
-    [
-        (
-            {
-                "ok": {"localhost": 5},
-                "changed": {"localhost": 2},
-                "skipped": {"localhost": 1},
-                "failures": {},
-            },
-            {"ok": 5, "changed": 2, "skipped": 1, "failures": 0},
-        ),
-        # Every host counts, not only localhost.
-        (
-            {"ok": {"localhost": 1, "other": 2}, "changed": {"web": 3}, "failures": {"web": 1}},
-            {"ok": 3, "changed": 3, "skipped": 0, "failures": 1},
-        ),
-        # Unreachable hosts are failures; rescued and ignored are not.
-        (
-            {
-                "ok": {"a": 1},
-                "dark": {"b": 1},
-                "failures": {"a": 1},
-                "rescued": {"a": 4},
-                "ignored": {"a": 2},
-            },
-            {"ok": 1, "changed": 0, "skipped": 0, "failures": 2},
-        ),
-        ({}, {"ok": 0, "changed": 0, "skipped": 0, "failures": 0}),
-        (
-            {"ok": {"a": "x", "b": None, "c": True, "d": 2}, "changed": "garbage", "skipped": [1]},
-            {"ok": 2, "changed": 0, "skipped": 0, "failures": 0},
-        ),
-    ],
-)
-def test_ansible_result(stats: dict[str, Any], expected: dict[str, int]) -> None:
-    assert ansible_result(stats, completed=T0) == {
-        **expected,
-        "completion": "2026-01-02T15:04:05.123456+00:00",
-    }
 
 
 # --- sequences --------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from ansible_operator.core.watches import GVK, Watch
-from ansible_operator.runtime.controller import Controller, ReconcileError, Result
+from ansible_operator.runtime.controller import Controller
+from ansible_operator.runtime.reconcile import ReconcileError, Result, TerminalError
 
 WATCH = Watch(gvk=GVK("test.example.com", "v1", "Thing"), role="/roles/thing")
 
@@ -72,6 +73,36 @@ def test_a_crash_in_the_reconciler_is_retried_like_a_failure():
         raise RuntimeError("bug")
 
     assert 0.4 < run_one(Controller(WATCH, reconcile, workers=1)) <= 0.5
+
+
+def test_a_terminal_error_is_not_retried_until_the_annotations_change():
+    outcomes = iter([ReconcileError("x"), TerminalError("bad annotation"), Result()])
+
+    async def reconcile(key):
+        outcome = next(outcomes)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    async def scenario():
+        c = Controller(WATCH, reconcile, workers=1)
+        key = ("ns", "a")
+        c.handle_event(None, obj(annotations={"period": "soon"}))
+        for _ in range(2):  # a retryable failure, then a terminal one
+            await c._process(await c.queue.get())
+            c.queue.done(key)
+        assert c.queue.scheduled(key) is None, "no retry after a terminal error"
+        assert c._backoff.failures(key) == 0
+        c.handle_event("MODIFIED", obj(annotations={"period": "soon"}, labels={"x": "y"}))
+        assert len(c.queue) == 0, "other changes still follow the watch's predicates"
+        c.handle_event("MODIFIED", obj(annotations={"period": "5m"}))
+        assert len(c.queue) == 1, "an annotation edit may fix the object: it runs again"
+        await c._process(await c.queue.get())
+        c.queue.done(key)
+        c.handle_event("MODIFIED", obj(annotations={"period": "6m"}))
+        assert len(c.queue) == 0, "after a success, annotation edits are ignored again"
+
+    asyncio.run(scenario())
 
 
 def test_events_enqueue_on_create_and_spec_change_only():

@@ -127,6 +127,15 @@ def test_annotation_owners_and_subscription_modes():
 # -- which kinds get watched ---------------------------------------------------------------------
 
 
+OWNER_DISCOVERY_PATH = f"/apis/{MC.group}/{MC.version}"
+OWNER_DISCOVERY = {
+    "resources": [
+        {"name": "memcacheds", "kind": "Memcached", "namespaced": True},
+        {"name": "redis", "kind": "Redis", "namespaced": True},
+    ]
+}
+
+
 class FakeClient:
     """Lists and watch streams from a script; anything unscripted waits forever."""
 
@@ -141,6 +150,8 @@ class FakeClient:
         return await self.request("GET", path, params=params)
 
     async def request(self, method, path, *, params=None, headers=None, **_: Any) -> Any:
+        if path == OWNER_DISCOVERY_PATH:  # the owner kinds' scope, looked up at start
+            return OWNER_DISCOVERY
         self.calls.append((method, path, dict(params or {})))
         if path in self.paths:
             value = self.paths[path]
@@ -161,9 +172,6 @@ class FakeClient:
             raise script
         for event in script:
             yield event
-
-    async def resource(self, api_version: str, kind: str) -> ResourceInfo:
-        return ResourceInfo(MC.group, MC.version, kind, "memcacheds", True)
 
 
 def run(scenario):

@@ -7,7 +7,6 @@ import pytest
 from ansible_operator.gocompat.durations import (
     format_go_duration,
     format_go_duration_ns,
-    go_quote,
     parse_go_duration,
     parse_go_duration_ns,
 )
@@ -117,17 +116,3 @@ def test_format(nanoseconds: int, text: str) -> None:
 @pytest.mark.parametrize("seconds", [0.0, 0.5, 1.5, 30.0, 600.0, 36000.0, 3723.004])
 def test_format_round_trips(seconds: float) -> None:
     assert parse_go_duration(format_go_duration(seconds)) == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize(
-    ("raw", "quoted"),
-    [
-        ("abc", '"abc"'),
-        ('a"b', '"a\\"b"'),
-        ("a\\b", '"a\\\\b"'),
-        ("a\nb", '"a\\nb"'),
-        ("\x01", '"\\x01"'),
-    ],
-)
-def test_go_quote(raw: str, quoted: str) -> None:
-    assert go_quote(raw) == quoted

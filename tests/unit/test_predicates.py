@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from ansible_operator.core.predicates import (
-    dependent_event_passes,
-    dependent_update_passes,
+    dependent_view,
     event_kind,
     primary_event_passes,
 )
@@ -278,23 +277,7 @@ def test_primary_does_not_modify_its_inputs() -> None:
         ("data change", obj(data={"k": "a"}), obj(data={"k": "b"}), True),
     ],
 )
-def test_dependent_update_passes(
+def test_dependent_view_changes_only_with_what_the_dependent_predicate_compares(
     name: str, old: dict[str, Any], new: dict[str, Any], passes: bool
 ) -> None:
-    assert dependent_update_passes(old, new) is passes, name
-
-
-@pytest.mark.parametrize(
-    ("event", "old", "new", "passes"),
-    [
-        ("ADDED", None, obj(), False),
-        ("DELETED", obj(), None, True),
-        ("MODIFIED", obj(), obj(rv="2"), False),
-        ("MODIFIED", obj(), obj(spec={"a": 1}), True),
-        ("MODIFIED", None, obj(), False),
-    ],
-)
-def test_dependent_event_passes(
-    event: str, old: dict[str, Any] | None, new: dict[str, Any] | None, passes: bool
-) -> None:
-    assert dependent_event_passes(event, old, new) is passes
+    assert (dependent_view(old) != dependent_view(new)) is passes, name

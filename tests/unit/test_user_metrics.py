@@ -254,8 +254,7 @@ async def _exercise(server: UserMetricsServer) -> list[tuple[int, str]]:
 
 def test_the_server_answers_with_upstreams_status_codes():
     metrics = UserMetrics(CollectorRegistry())
-    environ: dict[str, str] = {}
-    server = UserMetricsServer(metrics, address=f"127.0.0.1:{free_port()}", environ=environ)
+    server = UserMetricsServer(metrics, address=f"127.0.0.1:{free_port()}", environ={})
     results = asyncio.run(_exercise(server))
     statuses = [status for status, _ in results]
     assert statuses == [200, 400, 400, 405, 405, 400]
@@ -263,24 +262,22 @@ def test_the_server_answers_with_upstreams_status_codes():
     assert "exactly one of" in results[2][1]
     assert "invalid JSON" in results[5][1]
     assert value(metrics, "hits") == 1
-    assert user_metrics.URL_ENV not in environ  # withdrawn on stop
+    assert server.run_env() == {}  # withdrawn on stop
 
 
 def test_the_url_is_published_to_runs_while_listening():
-    environ: dict[str, str] = {}
-    server = UserMetricsServer(
-        UserMetrics(CollectorRegistry()), address="127.0.0.1:0", environ=environ
-    )
+    server = UserMetricsServer(UserMetrics(CollectorRegistry()), address="127.0.0.1:0", environ={})
+    assert server.run_env() == {}  # nothing to publish before listening
 
-    async def start_and_read() -> tuple[str, str]:
+    async def start_and_read() -> tuple[dict[str, str], str]:
         await server.start()
         try:
-            return environ[user_metrics.URL_ENV], server.url
+            return server.run_env(), server.url
         finally:
             await server.stop()
 
     published, url = asyncio.run(start_and_read())
-    assert published == url
+    assert published == {user_metrics.URL_ENV: url}
     assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics")
     assert not url.startswith("http://127.0.0.1:0/")
 
@@ -291,8 +288,7 @@ def test_a_taken_default_port_falls_back_to_an_ephemeral_one(monkeypatch):
         blocker.listen()
         taken = blocker.getsockname()[1]
         monkeypatch.setattr(user_metrics, "DEFAULT_PORT", taken)
-        environ: dict[str, str] = {}
-        server = UserMetricsServer(UserMetrics(CollectorRegistry()), environ=environ)
+        server = UserMetricsServer(UserMetrics(CollectorRegistry()), environ={})
 
         async def start() -> int:
             await server.start()

@@ -80,27 +80,6 @@ def is_rfc3339(value: Any) -> bool:
     return True
 
 
-def _count(per_host: Any) -> int:
-    if not isinstance(per_host, Mapping):
-        return 0
-    return sum(n for n in per_host.values() if isinstance(n, int) and not isinstance(n, bool))
-
-
-def ansible_result(stats: Mapping[str, Any], *, completed: datetime) -> dict[str, Any]:
-    """`ansibleResult` from a `playbook_on_stats` event's `event_data`.
-
-    Counts are summed over every host (upstream reads only `localhost`), and unreachable hosts
-    (`dark`) count as failures. Rescued tasks are not in Ansible's `failures` to begin with.
-    """
-    return {
-        "ok": _count(stats.get("ok")),
-        "changed": _count(stats.get("changed")),
-        "skipped": _count(stats.get("skipped")),
-        "failures": _count(stats.get("failures")) + _count(stats.get("dark")),
-        "completion": format_completion(completed),
-    }
-
-
 # --- the condition list ------------------------------------------------------------------------
 
 

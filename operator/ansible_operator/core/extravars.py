@@ -13,6 +13,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_operator.core import objects
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.gocompat.strcase import map_to_snake
 
@@ -58,8 +59,7 @@ def build_extra_vars(obj: Mapping[str, Any], watch: Watch, *, finalizing: bool) 
     if unsafe:
         params = {key: mark_unsafe(value) for key, value in params.items()}
 
-    metadata = obj.get("metadata")
-    meta = metadata if isinstance(metadata, Mapping) else {}
+    meta = objects.metadata(obj)
     params[META_VAR] = {
         "name": str(meta.get("name") or ""),
         "namespace": str(meta.get("namespace") or ""),

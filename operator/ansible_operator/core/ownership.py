@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ansible_operator.core import objects
 from ansible_operator.core.predicates import dependent_view
 from ansible_operator.core.watches import GVK
 
@@ -87,21 +88,11 @@ def injection_mode(owner: Owner, *, dependent_namespaced: bool, dependent_namesp
 # -- marks on a dependent ----------------------------------------------------------------------
 
 
-def _metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _owner_references(obj: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
-    refs = _metadata(obj).get("ownerReferences")
+    refs = objects.metadata(obj).get("ownerReferences")
     if not isinstance(refs, list):
         return []
     return [ref for ref in refs if isinstance(ref, Mapping)]
-
-
-def _annotations(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    value = _metadata(obj).get("annotations")
-    return value if isinstance(value, Mapping) else {}
 
 
 def _group(api_version: object) -> str:
@@ -116,18 +107,18 @@ def has_reference(refs: object, owner: Owner) -> bool:
 
 
 def has_annotations(obj: Mapping[str, Any] | None, owner: Owner) -> bool:
-    annotations = _annotations(obj)
+    annotations = objects.annotations(obj)
     return all(annotations.get(k) == v for k, v in owner.annotations().items())
 
 
 def is_marked(obj: Mapping[str, Any] | None, owner: Owner, mode: Mode) -> bool:
     if mode is Mode.OWNER_REFERENCE:
-        return has_reference(_metadata(obj).get("ownerReferences"), owner)
+        return has_reference(objects.metadata(obj).get("ownerReferences"), owner)
     return has_annotations(obj, owner)
 
 
 def is_owner_itself(obj: Mapping[str, Any] | None, owner: Owner) -> bool:
-    meta = _metadata(obj)
+    meta = objects.metadata(obj)
     if owner.uid and meta.get("uid") == owner.uid:
         return True
     return (
@@ -157,7 +148,7 @@ def owned_by_reference(obj: Mapping[str, Any], owner_gvk: GVK) -> list[str]:
 
 def owned_by_annotation(obj: Mapping[str, Any], owner_gvk: GVK) -> Key | None:
     """The owner named by the primary-resource annotations, if they name this owner kind."""
-    annotations = _annotations(obj)
+    annotations = objects.annotations(obj)
     if annotations.get(PRIMARY_RESOURCE_TYPE) != owner_gvk.group_kind:
         return None
     value = annotations.get(PRIMARY_RESOURCE)
@@ -182,7 +173,7 @@ def owner_keys(
     """
     keys: set[Key] = set()
     if by_reference:
-        namespace = str(_metadata(obj).get("namespace") or "") if owner_namespaced else ""
+        namespace = str(objects.metadata(obj).get("namespace") or "") if owner_namespaced else ""
         keys.update((namespace, name) for name in owned_by_reference(obj, owner_gvk))
     if by_annotation:
         key = owned_by_annotation(obj, owner_gvk)

@@ -2,8 +2,9 @@
 
 Primary CRs follow upstream's predicates (generation changes, real changes of generation-less
 objects, annotation changes when asked, always filtered by the watch's selector), so status-only
-and label-only edits never re-run a role; dependents follow operator-lib's DependentPredicate.
-The functions take plain dicts and hold no state, so they need no cluster to test.
+and label-only edits never re-run a role; for dependents, `dependent_view` is what operator-lib's
+DependentPredicate compares (its event rules are applied in `runtime/dependents.py`). The
+functions take plain dicts and hold no state, so they need no cluster to test.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_operator.core import objects
 from ansible_operator.core.watches import Watch
 
 CREATE = "create"
@@ -37,24 +39,9 @@ def event_kind(event_type: str) -> str:
     return kind
 
 
-def _metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    meta = obj.get("metadata") if obj else None
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _generation(obj: Mapping[str, Any] | None) -> int:
-    value = _metadata(obj).get("generation")
+    value = objects.metadata(obj).get("generation")
     return value if isinstance(value, int) else 0
-
-
-def _annotations(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    value = _metadata(obj).get("annotations")
-    return value if isinstance(value, Mapping) else {}
-
-
-def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
-    value = _metadata(obj).get("labels")
-    return value if isinstance(value, Mapping) else {}
 
 
 def _without(obj: Mapping[str, Any], *, drop_managed_fields: bool) -> dict[str, Any]:
@@ -95,13 +82,13 @@ def primary_event_passes(
     subject = new if new is not None else old
     if subject is None:
         return False
-    if not watch.selector.matches(_labels(subject)):
+    if not watch.selector.matches(objects.labels(subject)):
         return False
     if kind in (CREATE, DELETE):
         return True
     if old is None or new is None:
         return False
-    if watch.watch_annotations_changes and _annotations(old) != _annotations(new):
+    if watch.watch_annotations_changes and objects.annotations(old) != objects.annotations(new):
         return True
     old_generation, new_generation = _generation(old), _generation(new)
     if old_generation != new_generation:
@@ -113,28 +100,6 @@ def primary_event_passes(
 
 def dependent_view(obj: Mapping[str, Any]) -> dict[str, Any]:
     """What DependentPredicate compares of an object: all of it but `status`,
-    `metadata.resourceVersion` and the `time` of each managedFields entry."""
+    `metadata.resourceVersion` and the `time` of each managedFields entry. An update of an
+    owned object re-runs its owner when this view changed (`ownership.fingerprint` digests it)."""
     return _without(obj, drop_managed_fields=False)
-
-
-def dependent_update_passes(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Should an update of an owned object re-run its owner's reconcile?
-
-    True when the objects differ after removing `status` and `metadata.resourceVersion` and the
-    `time` of each managedFields entry (operator-lib's DependentPredicate).
-    """
-    return dependent_view(old) != dependent_view(new)
-
-
-def dependent_event_passes(
-    event_type: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None
-) -> bool:
-    """DependentPredicate for any event: creates are ignored, deletes pass, updates compare."""
-    kind = event_kind(event_type)
-    if kind == CREATE:
-        return False
-    if kind == DELETE:
-        return True
-    if old is None or new is None:
-        return False
-    return dependent_update_passes(old, new)

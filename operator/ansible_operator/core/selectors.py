@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_operator.gocompat.strconv import quote
+
 IN = "In"
 NOT_IN = "NotIn"
 EXISTS = "Exists"
@@ -29,10 +31,6 @@ _NAME_CHARS_HELP = (
 )
 
 
-def _quote(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def validate_label_key(key: str) -> None:
     """Raise ValueError unless `key` is a qualified name (`[prefix/]name`)."""
     parts = key.split("/")
@@ -41,32 +39,32 @@ def validate_label_key(key: str) -> None:
     elif len(parts) == 2:
         prefix, name = parts
         if not prefix:
-            raise ValueError(f"invalid label key {_quote(key)}: prefix part must be non-empty")
+            raise ValueError(f"invalid label key {quote(key)}: prefix part must be non-empty")
         if len(prefix) > 253 or not _DNS_SUBDOMAIN_RE.match(prefix):
             raise ValueError(
-                f"invalid label key {_quote(key)}: prefix part must be a lowercase DNS subdomain"
+                f"invalid label key {quote(key)}: prefix part must be a lowercase DNS subdomain"
             )
     else:
         raise ValueError(
-            f"invalid label key {_quote(key)}: a qualified name must have at most one '/'"
+            f"invalid label key {quote(key)}: a qualified name must have at most one '/'"
         )
     if not name:
-        raise ValueError(f"invalid label key {_quote(key)}: name part must be non-empty")
+        raise ValueError(f"invalid label key {quote(key)}: name part must be non-empty")
     if len(name) > 63:
         raise ValueError(
-            f"invalid label key {_quote(key)}: name part must be no more than 63 characters"
+            f"invalid label key {quote(key)}: name part must be no more than 63 characters"
         )
     if not _NAME_RE.match(name):
-        raise ValueError(f"invalid label key {_quote(key)}: name part {_NAME_CHARS_HELP}")
+        raise ValueError(f"invalid label key {quote(key)}: name part {_NAME_CHARS_HELP}")
 
 
 def validate_label_value(value: str) -> None:
     """Raise ValueError unless `value` is a valid label value (may be empty)."""
     if len(value) > 63:
-        raise ValueError(f"invalid label value {_quote(value)}: must be no more than 63 characters")
+        raise ValueError(f"invalid label value {quote(value)}: must be no more than 63 characters")
     if not _VALUE_RE.match(value):
         raise ValueError(
-            f"invalid label value {_quote(value)}: a valid label must be an empty string or "
+            f"invalid label value {quote(value)}: a valid label must be an empty string or "
             + _NAME_CHARS_HELP
         )
 
@@ -89,7 +87,7 @@ class LabelRequirement:
             return present and labels[self.key] in self.values
         if self.operator == NOT_IN:
             return not present or labels[self.key] not in self.values
-        raise ValueError(f"{_quote(self.operator)} is not a valid label selector operator")
+        raise ValueError(f"{quote(self.operator)} is not a valid label selector operator")
 
     def to_query(self) -> str:
         if self.operator == EXISTS:
@@ -203,7 +201,7 @@ def _parse_expression(expr: Any) -> LabelRequirement:
     str_values = tuple(_as_str(v, "values") for v in values)
 
     if operator not in OPERATORS:
-        raise ValueError(f"{_quote(operator)} is not a valid label selector operator")
+        raise ValueError(f"{quote(operator)} is not a valid label selector operator")
     validate_label_key(key)
     if operator in (IN, NOT_IN):
         if not str_values:

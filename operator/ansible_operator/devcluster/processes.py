@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ansible_operator.procfs import start_time
+
 
 @dataclass(frozen=True)
 class ProcessRef:
@@ -24,20 +26,8 @@ class ProcessRef:
     start_time: int  # clock ticks since boot, field 22 of /proc/<pid>/stat
 
 
-def start_time_of(pid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after its closing one.
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] == "Z":  # a zombie has exited already
-        return None
-    return int(fields[19])
-
-
 def is_running(ref: ProcessRef) -> bool:
-    return start_time_of(ref.pid) == ref.start_time
+    return start_time(ref.pid) == ref.start_time
 
 
 def spawn(argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> ProcessRef:
@@ -51,7 +41,7 @@ def spawn(argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None
             start_new_session=True,
             env=env,
         )
-    started = start_time_of(proc.pid)
+    started = start_time(proc.pid)
     return ProcessRef(proc.pid, started if started is not None else -1)
 
 

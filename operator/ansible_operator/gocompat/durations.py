@@ -7,6 +7,8 @@ grep for. Parsing works in integer nanoseconds, as Go does, and converts to floa
 
 from __future__ import annotations
 
+from ansible_operator.gocompat.strconv import quote
+
 _NANOSECOND = 1
 _MICROSECOND = 1_000 * _NANOSECOND
 _MILLISECOND = 1_000 * _MICROSECOND
@@ -29,34 +31,8 @@ _MAX_DURATION = (1 << 63) - 1  # Go's time.Duration is an int64 of nanoseconds
 _DIGITS = "0123456789"
 
 
-def go_quote(s: str) -> str:
-    """Quote `s` the way Go's `strconv.Quote` does for the characters that matter in messages."""
-    out = ['"']
-    for ch in s:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x100:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    out.append('"')
-    return "".join(out)
-
-
 def _invalid(orig: str) -> ValueError:
-    return ValueError(f"time: invalid duration {go_quote(orig)}")
+    return ValueError(f"time: invalid duration {quote(orig)}")
 
 
 def _leading_fraction(digits: str) -> tuple[int, float]:
@@ -117,13 +93,11 @@ def parse_go_duration_ns(s: str) -> int:
         while k < len(s) and s[k] != "." and s[k] not in _DIGITS:
             k += 1
         if k == 0:
-            raise ValueError(f"time: missing unit in duration {go_quote(orig)}")
+            raise ValueError(f"time: missing unit in duration {quote(orig)}")
         unit_name, s = s[:k], s[k:]
         unit = _UNITS.get(unit_name)
         if unit is None:
-            raise ValueError(
-                f"time: unknown unit {go_quote(unit_name)} in duration {go_quote(orig)}"
-            )
+            raise ValueError(f"time: unknown unit {quote(unit_name)} in duration {quote(orig)}")
         if whole > (1 << 63) // unit:
             raise _invalid(orig)
         value = whole * unit

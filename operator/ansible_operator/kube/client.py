@@ -1,9 +1,10 @@
 """A small asynchronous Kubernetes API client on aiohttp (kopf's own HTTP library).
 
 The operator needs a handful of verbs on arbitrary kinds: get, replace, patch, create, delete
-and discovery. The official client would cost tens of MiB in the operator process for that, so
-this module speaks JSON over HTTPS directly. Errors are typed: ``ApiError`` carries the status,
-reason and message the API server returned; ``Unreachable`` means no answer at all.
+and watch (``discovery`` builds on them). The official client would cost tens of MiB in the
+operator process for that, so this module speaks JSON over HTTPS directly. Errors are typed:
+``ApiError`` carries the status, reason and message the API server returned; ``Unreachable``
+means no answer at all.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from urllib.parse import quote
 
 import aiohttp
 
+from ansible_operator.core.watches import GVK
 from ansible_operator.kube.config import Credentials
 
 
@@ -35,6 +37,16 @@ class Unreachable(Exception):
     """The API server did not answer (refused, reset, timed out)."""
 
 
+class UntrustedServer(Exception):
+    """The API server's certificate is not signed by the CA the credentials name."""
+
+
+def group_version_path(group: str, version: str) -> str:
+    """The API path of a group-version: ``/apis/<group>/<version>``, ``/api/<version>`` for the
+    core group."""
+    return f"/apis/{group}/{version}" if group else f"/api/{version}"
+
+
 @dataclass(frozen=True)
 class ResourceInfo:
     """What discovery says about a kind: its plural name and whether it lives in namespaces."""
@@ -46,11 +58,11 @@ class ResourceInfo:
     namespaced: bool
 
     @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
+    def gvk(self) -> GVK:
+        return GVK(self.group, self.version, self.kind)
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        base = group_version_path(self.group, self.version)
         if self.namespaced and namespace:
             base += f"/namespaces/{quote(namespace)}"
         base += f"/{self.plural}"
@@ -99,13 +111,20 @@ def _decode(raw: bytes) -> Any:
         return raw.decode(errors="replace").strip()
 
 
+def _api_error(resp: aiohttp.ClientResponse, payload: Any) -> ApiError:
+    """The API server's refusal: its Status object's reason and message where it sent one."""
+    data = payload if isinstance(payload, dict) else {}
+    return ApiError(
+        resp.status, str(data.get("reason") or resp.reason), str(data.get("message") or payload)
+    )
+
+
 class KubeClient:
     def __init__(self, creds: Credentials, *, timeout: float = 30) -> None:
         self.creds = creds
         self._ssl = ssl_context(creds)
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
-        self._discovery: dict[tuple[str, str], dict[str, ResourceInfo]] = {}
 
     async def close(self) -> None:
         if self._session is not None:
@@ -140,13 +159,13 @@ class KubeClient:
             ) as resp:
                 payload = _decode(await resp.read())
                 if resp.status >= 400:
-                    data = payload if isinstance(payload, dict) else {}
-                    raise ApiError(
-                        resp.status,
-                        str(data.get("reason") or resp.reason),
-                        str(data.get("message") or payload),
-                    )
+                    raise _api_error(resp, payload)
                 return payload
+        except aiohttp.ClientConnectorCertificateError as err:
+            raise UntrustedServer(
+                f"{self.creds.server}: the server's certificate is not trusted by the configured "
+                f"CA: {err.certificate_error}"
+            ) from err
         except (TimeoutError, aiohttp.ClientConnectionError) as err:
             raise Unreachable(
                 f"{method} {self.creds.server}{path}: {err or type(err).__name__}"
@@ -173,13 +192,7 @@ class KubeClient:
                 timeout=timeout,
             ) as resp:
                 if resp.status >= 400:
-                    payload = _decode(await resp.read())
-                    data = payload if isinstance(payload, dict) else {}
-                    raise ApiError(
-                        resp.status,
-                        str(data.get("reason") or resp.reason),
-                        str(data.get("message") or payload),
-                    )
+                    raise _api_error(resp, _decode(await resp.read()))
                 buffer = b""
                 async for chunk in resp.content.iter_any():
                     buffer += chunk
@@ -192,19 +205,17 @@ class KubeClient:
                 f"watch {self.creds.server}{path}: {err or type(err).__name__}"
             ) from err
 
-    async def resource(self, api_version: str, kind: str) -> ResourceInfo:
-        """Discovery for ``kind`` in ``api_version``, cached; ApiError 404 when not served."""
-        group, _, version = api_version.rpartition("/")
-        key = (group, version)
-        if key not in self._discovery or kind not in self._discovery[key]:
-            path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-            listing = await self.get(path)
-            self._discovery[key] = {
-                r["kind"]: ResourceInfo(group, version, r["kind"], r["name"], r["namespaced"])
-                for r in listing.get("resources", [])
-                if "/" not in r["name"]
-            }
-        try:
-            return self._discovery[key][kind]
-        except KeyError:
-            raise ApiError(404, "NotFound", f"{kind} is not served by {api_version}") from None
+
+async def list_pages(
+    client: KubeClient, path: str, limit: int, *, accept: str | None = None
+) -> AsyncIterator[dict[str, Any]]:
+    """A paginated list, ``limit`` objects a page, following each page's ``continue`` token."""
+    params = {"limit": str(limit)}
+    headers = {"Accept": accept} if accept else None
+    while True:
+        page: dict[str, Any] = await client.request("GET", path, params=params, headers=headers)
+        yield page
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return
+        params = {**params, "continue": token}

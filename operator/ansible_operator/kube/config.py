@@ -50,11 +50,17 @@ def load(environ: Mapping[str, str] | None = None) -> Credentials:
             if part and Path(part).exists():
                 return from_kubeconfig(Path(part))
         raise ConfigError(f"KUBECONFIG={env['KUBECONFIG']}: no such file")
-    if env.get("KUBERNETES_SERVICE_HOST") and (SERVICE_ACCOUNT_DIR / "token").exists():
+    token = SERVICE_ACCOUNT_DIR / "token"
+    if env.get("KUBERNETES_SERVICE_HOST") and token.exists():
         return in_cluster(env)
     default = Path.home() / ".kube" / "config"
     if default.exists():
         return from_kubeconfig(default)
+    if env.get("KUBERNETES_SERVICE_HOST"):
+        raise ConfigError(
+            f"no Kubernetes credentials: in a Pod (KUBERNETES_SERVICE_HOST is set) but {token} "
+            "does not exist: is a ServiceAccount token mounted (automountServiceAccountToken)?"
+        )
     raise ConfigError(
         "no Kubernetes credentials: set KUBECONFIG, run in a Pod with a ServiceAccount, "
         "or create ~/.kube/config"
@@ -66,10 +72,19 @@ def in_cluster(env: Mapping[str, str]) -> Credentials:
     if ":" in host:
         host = f"[{host}]"
     namespace_file = SERVICE_ACCOUNT_DIR / "namespace"
+    token_file, ca_file = SERVICE_ACCOUNT_DIR / "token", SERVICE_ACCOUNT_DIR / "ca.crt"
+    try:
+        if not token_file.read_text().strip():
+            raise ConfigError(f"{token_file}: the ServiceAccount token is empty")
+        ca_data = ca_file.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"{err.filename}: cannot read: {err.strerror}") from err
+    if b"-----BEGIN CERTIFICATE-----" not in ca_data:
+        raise ConfigError(f"{ca_file}: not a PEM certificate")
     return Credentials(
         server=f"https://{host}:{port}",
-        ca_data=(SERVICE_ACCOUNT_DIR / "ca.crt").read_bytes(),
-        token_file=SERVICE_ACCOUNT_DIR / "token",
+        ca_data=ca_data,
+        token_file=token_file,
         namespace=namespace_file.read_text().strip() if namespace_file.exists() else None,
     )
 

@@ -1,7 +1,8 @@
 """The API proxy between Ansible runs and the API server: tokens, forwarding, owner marks.
 
-``Proxy`` is the server; ``requestinfo``, ``rewrite`` and ``discovery`` are its parts that read
-requests, add owner marks to bodies and learn kinds; ``tunnel`` carries upgraded connections.
+``Proxy`` is the server; ``requestinfo`` and ``rewrite`` are its parts that read requests and add
+owner marks to bodies; ``headers`` says which headers pass; ``tunnel`` carries upgraded
+connections. The kinds it sees written are looked up in ``kube.discovery``.
 """
 
 from ansible_operator.proxy.server import (

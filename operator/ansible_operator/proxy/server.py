@@ -36,27 +36,14 @@ from ansible_operator.kube.client import (
     ssl_context,
 )
 from ansible_operator.kube.config import Credentials
+from ansible_operator.kube.discovery import Discovery, ServedResource
 from ansible_operator.proxy import requestinfo, rewrite, tunnel
-from ansible_operator.proxy.discovery import Discovery
+from ansible_operator.proxy.headers import end_to_end
 
 log = logging.getLogger("proxy")
 
 INJECTION_OFF_WARNING = "Warning: injection of owner references and dependent watches is turned off"
-_HOP_BY_HOP = frozenset(
-    h.lower()
-    for h in (
-        "Connection",
-        "Keep-Alive",
-        "Proxy-Authenticate",
-        "Proxy-Authorization",
-        "Proxy-Connection",
-        "TE",
-        "Trailer",
-        "Transfer-Encoding",
-        "Upgrade",
-    )
-)
-_NOT_FORWARDED = _HOP_BY_HOP | {"host", "authorization", "content-length", "expect"}
+_SET_HERE = ("host", "authorization", "content-length", "expect")  # by aiohttp or by us
 _WRITES = frozenset({"create", "update", "patch"})
 _READS = frozenset({"get", "list"})
 MAX_BODY = 32 * 1024 * 1024  # the API server takes 3 MiB objects; this leaves room
@@ -101,6 +88,7 @@ class Proxy:
         port: int,
         inject_owner_refs: bool = True,
         dependents: DependentHook | None = None,
+        discovery: Discovery | None = None,  # None: a cache of its own
         host: str = "127.0.0.1",
     ) -> None:
         self.creds = creds
@@ -109,7 +97,7 @@ class Proxy:
         self.inject_owner_refs = inject_owner_refs
         self.dependents = dependents if inject_owner_refs else None
         self._client = client
-        self._discovery = Discovery(client)
+        self._discovery = discovery or Discovery(client)
         self._upstream = URL(creds.server)
         self._ssl = ssl_context(creds)
         self._runs: dict[str, Run] = {}
@@ -201,12 +189,18 @@ class Proxy:
             return _status(500, "InternalError", f"proxy: {type(err).__name__}: {err}")
 
     def _upstream_headers(self, request: web.BaseRequest) -> CIMultiDict[str]:
-        headers: CIMultiDict[str] = CIMultiDict()
-        for name, value in request.headers.items():
-            if name.lower() not in _NOT_FORWARDED:
-                headers.add(name, value)
+        headers = CIMultiDict(end_to_end(request.headers.items(), drop=_SET_HERE))
         headers.update(auth_headers(self.creds))
         return headers
+
+    async def _served(self, info: requestinfo.RequestInfo) -> ServedResource | None:
+        """The written kind as discovery knows it; None (the body goes untouched) when it is
+        not served or discovery failed."""
+        try:
+            return await self._discovery.by_plural(info.group, info.version, info.resource)
+        except (ApiError, Unreachable) as err:
+            log.info("Discovery failed", extra={"api_version": info.api_version, "error": str(err)})
+            return None
 
     async def _forward(self, request: web.Request, run: Run) -> web.StreamResponse:
         assert self._session is not None
@@ -216,7 +210,7 @@ class Proxy:
         direct = info.is_resource and not info.subresource
         served = None
         if direct and info.verb in _WRITES and self.inject_owner_refs:
-            served = await self._discovery.lookup(info.group, info.version, info.resource)
+            served = await self._served(info)
             if body and served is not None and not served.is_virtual:
                 body = await self._inject(run, info, served.info, request, body)
         elif info.verb in _READS:
@@ -237,9 +231,8 @@ class Proxy:
             allow_redirects=False,
         ) as upstream:
             response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-            for name, value in upstream.headers.items():
-                if name.lower() not in _HOP_BY_HOP and name.lower() != "content-length":
-                    response.headers.add(name, value)
+            for name, value in end_to_end(upstream.headers.items(), drop=["content-length"]):
+                response.headers.add(name, value)
             if upstream.content_length is not None and not upstream.headers.get(
                 "Transfer-Encoding"
             ):

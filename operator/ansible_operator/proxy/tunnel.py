@@ -18,23 +18,11 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
+from ansible_operator.proxy.headers import UPGRADE, end_to_end
+
 log = logging.getLogger("proxy")
 
-# Headers that describe one hop, never forwarded (RFC 9110 7.6.1), plus what we set ourselves.
-_NOT_FORWARDED = frozenset(
-    h.lower()
-    for h in (
-        "Host",
-        "Authorization",
-        "Proxy-Authorization",
-        "Proxy-Connection",
-        "Keep-Alive",
-        "TE",
-        "Trailer",
-        "Transfer-Encoding",
-        "Content-Length",
-    )
-)
+_SET_HERE = ("host", "authorization", "content-length")  # written by _head or by aiohttp
 _MAX_HEAD = 64 * 1024
 _MAX_ERROR_BODY = 16 * 1024 * 1024
 _HIGH_WATER = 1024 * 1024
@@ -87,9 +75,8 @@ class _ToUpstream:
 def _head(request: web.BaseRequest, upstream: URL, auth: dict[str, str]) -> bytes:
     target = upstream.raw_path.rstrip("/") + request.raw_path
     lines = [f"{request.method} {target} HTTP/1.1", f"Host: {upstream.raw_authority}"]
-    for name, value in request.headers.items():
-        if name.lower() not in _NOT_FORWARDED:
-            lines.append(f"{name}: {value}")
+    for name, value in end_to_end(request.headers.items(), keep=UPGRADE, drop=_SET_HERE):
+        lines.append(f"{name}: {value}")
     lines += [f"{k}: {v}" for k, v in auth.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
@@ -149,14 +136,12 @@ async def forward_upgrade(
         status, reason, headers = _parse_head(await reader.readuntil(b"\r\n\r\n"))
         if status != 101:
             body = await _read_body(reader, headers)
-            for name in ("Transfer-Encoding", "Content-Length", "Connection", "Keep-Alive"):
-                headers.popall(name, None)
-            return web.Response(status=status, reason=reason, headers=headers, body=body)
+            relayed = CIMultiDict(end_to_end(headers.items(), drop=["content-length"]))
+            return web.Response(status=status, reason=reason, headers=relayed, body=body)
 
         response = web.StreamResponse(status=101, reason=reason or "Switching Protocols")
-        for name, value in headers.items():
-            if name.lower() not in ("content-length", "transfer-encoding"):
-                response.headers.add(name, value)
+        for name, value in end_to_end(headers.items(), keep=UPGRADE, drop=["content-length"]):
+            response.headers.add(name, value)
         response.force_close()
         await response.prepare(request)
         protocol = request.protocol

@@ -179,6 +179,7 @@ class ColdRunner:
 
     `executable` defaults to `find_ansible_runner()`, checked here so that a missing install
     fails at startup. `kill_grace` is how long processes get between SIGTERM and SIGKILL.
+    `environ` is the environment every run starts from (None: the operator's own).
     """
 
     def __init__(
@@ -188,8 +189,10 @@ class ColdRunner:
         poll_interval: float = 0.15,
         kill_grace: float = 5.0,
         logger: Logger | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.executable = executable or find_ansible_runner()
+        self.environ = environ
         self.poll_interval = poll_interval
         self.kill_grace = kill_grace
         self.logger = logger or _default_logger
@@ -204,7 +207,7 @@ class ColdRunner:
         log = logger or self.logger
         pdd = Path(request.private_data_dir)
         marker = f"{request.ident}.{secrets.token_hex(8)}"
-        env = run_environment(self.executable, request, marker)
+        env = run_environment(self.executable, request, marker, base=self.environ)
         prepare_input_dir(
             pdd,
             ident=request.ident,

@@ -18,11 +18,10 @@ import contextlib
 import os
 import signal
 import time
-from pathlib import Path
+
+from ansible_operator.procfs import PROC, read_stat, start_time
 
 MARKER_ENV = "ANSIBLE_OPERATOR_RUN_ID"
-_PROC = Path("/proc")
-_DEAD = ("Z", "X", "x")  # zombie or dead: runs nothing any more
 
 
 def marked_pids(marker: str) -> set[int]:
@@ -30,7 +29,7 @@ def marked_pids(marker: str) -> set[int]:
     entry = f"\0{MARKER_ENV}={marker}\0".encode()
     found: set[int] = set()
     try:
-        names = os.listdir(_PROC)
+        names = os.listdir(PROC)
     except OSError:
         return found
     own = os.getpid()
@@ -38,10 +37,10 @@ def marked_pids(marker: str) -> set[int]:
         if not name.isdigit() or int(name) == own:
             continue
         try:
-            environ = (_PROC / name / "environ").read_bytes()
+            environ = (PROC / name / "environ").read_bytes()
         except OSError:  # gone, or not ours to read
             continue
-        if entry in b"\0" + environ + b"\0" and _identity(int(name)) is not None:
+        if entry in b"\0" + environ + b"\0" and start_time(int(name)) is not None:
             found.add(int(name))
     return found
 
@@ -53,7 +52,7 @@ def group_alive(pgid: int) -> bool:
     them, so /proc is read where it exists.
     """
     try:
-        names = os.listdir(_PROC)
+        names = os.listdir(PROC)
     except OSError:
         names = None
     if names is None:
@@ -66,8 +65,8 @@ def group_alive(pgid: int) -> bool:
         return True
     for name in names:
         if name.isdigit():
-            fields = _stat_fields(int(name))
-            if fields and fields[0] not in _DEAD and fields[2] == str(pgid):
+            stat = read_stat(int(name))
+            if stat is not None and stat.running and stat.pgrp == pgid:
                 return True
     return False
 
@@ -87,7 +86,7 @@ class RunProcesses:
         """Record the marked processes; returns the pids not seen before."""
         new = set()
         for pid in marked_pids(self.marker):
-            start = _identity(pid)
+            start = start_time(pid)
             if start is not None and self.known.get(pid) != start:
                 self.known[pid] = start
                 new.add(pid)
@@ -100,7 +99,7 @@ class RunProcesses:
                 os.killpg(self.pgid, sig)
         new = self.scan()
         for pid, start in list(self.known.items()):
-            if (only_new and pid not in new) or _identity(pid) != start:
+            if (only_new and pid not in new) or start_time(pid) != start:
                 continue
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
@@ -108,7 +107,7 @@ class RunProcesses:
     def alive(self) -> bool:
         if self.pgid is not None and group_alive(self.pgid):
             return True
-        if any(_identity(pid) == start for pid, start in self.known.items()):
+        if any(start_time(pid) == start for pid, start in self.known.items()):
             return True
         return bool(self.scan())
 
@@ -162,24 +161,3 @@ async def terminate_run(
     except asyncio.CancelledError:
         kill_run_now(pgid, marker)
         raise
-
-
-def _stat_fields(pid: int) -> list[str]:
-    """Fields of /proc/<pid>/stat from the state on (state, ppid, pgrp, ...); [] if gone."""
-    try:
-        stat = (_PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return []
-    # The command name before them is in parentheses and may contain anything.
-    return stat[stat.rfind(")") + 2 :].split()
-
-
-def _identity(pid: int) -> int | None:
-    """The start time of a live process (its identity with the pid); None if gone or a zombie."""
-    fields = _stat_fields(pid)
-    if len(fields) < 20 or fields[0] in _DEAD:
-        return None
-    try:
-        return int(fields[19])  # field 22 of stat: starttime
-    except ValueError:
-        return None

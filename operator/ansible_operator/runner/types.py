@@ -39,7 +39,8 @@ class RunRequest:
     taken from the current directory. `rotate_artifacts` is how many artifact dirs to keep
     (0 keeps all). `skip_facts` applies to role runs; None means "skip when ANSIBLE_GATHERING is
     explicit" in the run's environment, as upstream. `timeout` is in seconds (None: no limit).
-    `extra_env` is added to the operator's environment for this run only.
+    `extra_env` is added to the operator's environment for this run only. `ansible_args` is
+    `--ansible-args` as given: the input dir strips one surrounding pair of single quotes.
     """
 
     ident: str

@@ -3,42 +3,28 @@
 kopf delivers every watch event of the kind to ``handle_event``; the predicates decide whether it
 asks for a reconcile (a spec change does, a status-only change does not), and the key goes on the
 work queue. ``workers`` coroutines take keys and call the reconciler, which only ever sees the
-object's identity: reconciliation is level-based, it re-reads the object. The controller turns
-the reconciler's answer into the key's next run: a periodic re-run or ``requeue_after`` when it
-succeeded, exponential backoff when it failed.
+object's identity: reconciliation is level-based, it re-reads the object (the contract is in
+``reconcile``). The controller turns the reconciler's answer into the key's next run: a periodic
+re-run or ``requeue_after`` when it succeeded, exponential backoff when it failed, none after a
+terminal error until the object's spec or annotations change.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
-from ansible_operator.core import predicates
+from ansible_operator.core import objects, predicates
+from ansible_operator.core.backoff import ItemBackoff
 from ansible_operator.core.watches import Watch
 from ansible_operator.runtime import logs
-from ansible_operator.runtime.backoff import ItemBackoff
+from ansible_operator.runtime.reconcile import Key, ReconcileError, ReconcileFn, TerminalError
 from ansible_operator.runtime.workqueue import ShutDown, WorkQueue
 
-Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
 log = logging.getLogger("ansible-controller")
-
-
-@dataclass(frozen=True)
-class Result:
-    """What a successful reconcile asks for: a re-run after ``requeue_after`` seconds, or none."""
-
-    requeue_after: float | None = None
-
-
-class ReconcileError(Exception):
-    """The reconcile failed and should be retried with backoff; the message says why."""
-
-
-ReconcileFn = Callable[[Key], Awaitable[Result]]
 
 
 def _predicate_view(obj: dict[str, Any]) -> dict[str, Any]:
@@ -60,7 +46,6 @@ class Controller:
         *,
         workers: int,
         backoff: ItemBackoff | None = None,
-        on_forget: Callable[[Key], None] | None = None,
     ) -> None:
         self.watch = watch
         self.name = f"{watch.gvk.kind.lower()}.{watch.gvk.group or 'core'}-{watch.gvk.version}"
@@ -69,22 +54,27 @@ class Controller:
         self._reconcile = reconcile
         self._backoff = backoff or ItemBackoff()
         self._seen: dict[Key, dict[str, Any]] = {}
-        self._on_forget = on_forget
+        self._terminal: set[Key] = set()  # keys whose last reconcile ended in a TerminalError
+        # A terminal error waits for the object to change, and bad input often sits in an
+        # annotation: for those keys, annotation changes pass as if the watch asked for them.
+        self._after_terminal = dataclasses.replace(watch, watch_annotations_changes=True)
         self._tasks: list[asyncio.Task[None]] = []
         self._busy: set[asyncio.Task[Any]] = set()
 
     def handle_event(self, event_type: str | None, obj: dict[str, Any]) -> None:
-        meta = obj.get("metadata", {})
-        key: Key = (meta.get("namespace") or "", meta.get("name", ""))
+        key: Key = objects.key(obj)
         old = self._seen.get(key)
+        new = _predicate_view(obj)
         if event_type == "DELETED":
             self._seen.pop(key, None)
+            self._terminal.discard(key)
         else:
-            self._seen[key] = _predicate_view(obj)
+            self._seen[key] = new
         event = _event_name(event_type, old)
         if event == "delete":
             self.queue.cancel(key)
-        if predicates.primary_event_passes(event, old, _predicate_view(obj), self.watch):
+        watch = self._after_terminal if key in self._terminal else self.watch
+        if predicates.primary_event_passes(event, old, new, watch):
             log.debug("event passes", extra={"event": event, "key": "/".join(key)})
             self.queue.add(key)
 
@@ -138,10 +128,20 @@ class Controller:
             await self._reconcile_and_schedule(key)
 
     async def _reconcile_and_schedule(self, key: Key) -> None:
+        self._terminal.discard(key)
         try:
             result = await self._reconcile(key)
         except asyncio.CancelledError:
             raise
+        except TerminalError as err:
+            self._backoff.forget(key)
+            self.queue.cancel(key)
+            self._terminal.add(key)
+            log.error(
+                "reconcile failed, not retrying until the object changes",
+                extra={"key": "/".join(key), "error": str(err)},
+            )
+            return
         except ReconcileError as err:
             delay = self._backoff.failure(key)
             log.info(
@@ -163,14 +163,6 @@ class Controller:
             self.queue.cancel(key)
         else:
             self.queue.schedule(key, result.requeue_after)
-
-    def forget(self, key: Key) -> None:
-        """The object is gone: drop its timer, backoff and remembered state."""
-        self.queue.cancel(key)
-        self._backoff.forget(key)
-        self._seen.pop(key, None)
-        if self._on_forget is not None:
-            self._on_forget(key)
 
 
 def _event_name(event_type: str | None, old: dict[str, Any] | None) -> str:

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_operator.core import objects
+from ansible_operator.core.backoff import Backoff
 from ansible_operator.core.ownership import (
     Key,
     fingerprint,
@@ -28,7 +30,14 @@ from ansible_operator.core.ownership import (
     owner_keys,
 )
 from ansible_operator.core.watches import GVK, Watch
-from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
+from ansible_operator.kube.client import (
+    ApiError,
+    KubeClient,
+    ResourceInfo,
+    Unreachable,
+    list_pages,
+)
+from ansible_operator.kube.discovery import Discovery
 
 log = logging.getLogger("dependents")
 
@@ -70,8 +79,7 @@ class KindWatch:
 
     @property
     def gvk(self) -> GVK:
-        r = self.resource
-        return GVK(r.group, r.version, r.kind)
+        return self.resource.gvk
 
 
 class _Gone(Exception):
@@ -100,11 +108,6 @@ def event_owners(
     return frozenset(found)
 
 
-def _key(obj: Mapping[str, Any]) -> Key:
-    meta = obj.get("metadata") or {}
-    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-
-
 def apply_event(
     state: dict[Key, Entry],
     event_type: str,
@@ -120,7 +123,7 @@ def apply_event(
     except during a relist, where an unknown object is a create. The owners of both the old and
     the new object are returned, as controller-runtime's owner handler does.
     """
-    key = _key(obj)
+    key = objects.key(obj)
     old = state.get(key)
     owners = owners_of(obj)
     if event_type == "DELETED":
@@ -145,11 +148,13 @@ class DependentWatches:
         owners: Iterable[OwnerKind] = (),
         *,
         watch_namespaces: tuple[str, ...] = (),
+        discovery: Discovery | None = None,  # None: a cache of its own
         server_timeout: int = 300,
         max_backoff: float = 30.0,
         page_size: int = 500,
     ) -> None:
         self._client = client
+        self._discovery = discovery or Discovery(client)
         self.owners: dict[GVK, OwnerKind] = {o.watch.gvk: o for o in owners}
         self._namespaces = watch_namespaces
         self._server_timeout = server_timeout
@@ -171,7 +176,7 @@ class DependentWatches:
         for gvk, owner in self.owners.items():
             try:
                 owner.namespaced = (
-                    await self._client.resource(gvk.api_version, gvk.kind)
+                    await self._discovery.resource(gvk.api_version, gvk.kind)
                 ).namespaced
             except (ApiError, Unreachable) as err:
                 log.info(
@@ -205,12 +210,12 @@ class DependentWatches:
         by_annotation = owned_by_annotation(obj, watch.gvk) is not None
         if not (by_reference or by_annotation):
             return
-        gvk = GVK(resource.group, resource.version, resource.kind)
+        gvk = resource.gvk
         if watch.is_blacklisted(gvk):
             log.debug("Skipping, because gvk is blacklisted", extra={"gvk": str(gvk)})
             return
         if resource.namespaced:
-            namespace = _key(obj)[0]
+            namespace = objects.key(obj)[0]
             if self._namespaces and namespace not in self._namespaces:
                 return
         elif self._namespaces:
@@ -255,7 +260,7 @@ class DependentWatches:
         state = kind.states.setdefault(scope, {})
         version: str | None = None
         listed = False
-        delay = 1.0
+        backoff = Backoff(base=1.0, cap=self._max_backoff)
         fields = {"dependent": str(kind.gvk), "namespace": scope}
         while True:
             try:
@@ -263,7 +268,7 @@ class DependentWatches:
                     version = await self._list(kind, scope, state, relist=listed)
                     listed = True
                 version = await self._watch(kind, scope, state, version)
-                delay = 1.0
+                backoff.reset()
                 continue
             except _Gone:
                 version = None
@@ -279,31 +284,26 @@ class DependentWatches:
                 log.info("Dependent watch interrupted", extra={**fields, "error": str(err)})
             except Exception:
                 log.exception("Dependent watch crashed", extra=fields)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self._max_backoff)
+            await asyncio.sleep(backoff.next_delay())
 
     async def _list(
         self, kind: KindWatch, scope: str, state: dict[Key, Entry], *, relist: bool
     ) -> str:
         owners_of = self._owners_of(kind)
         seen: set[Key] = set()
-        params: dict[str, str] = {"limit": str(self._page_size)}
-        while True:
-            page = await self._client.get(self._path(kind, scope), params=params)
+        version = ""
+        async for page in list_pages(self._client, self._path(kind, scope), self._page_size):
             for obj in page.get("items") or []:
-                seen.add(_key(obj))
+                seen.add(objects.key(obj))
                 if relist:
                     self._enqueue(kind, apply_event(state, "MODIFIED", obj, owners_of, relist=True))
                 else:
                     apply_event(state, "ADDED", obj, owners_of)
-            meta = page.get("metadata") or {}
-            if not meta.get("continue"):
-                break
-            params["continue"] = meta["continue"]
+            version = str((page.get("metadata") or {}).get("resourceVersion") or "")
         for key in list(state):
             if key not in seen:  # deleted while we were not watching
                 self._enqueue(kind, state.pop(key).owners)
-        return str(meta.get("resourceVersion") or "")
+        return version
 
     async def _watch(
         self, kind: KindWatch, scope: str, state: dict[Key, Entry], version: str
@@ -346,7 +346,7 @@ class DependentWatches:
                 extra={
                     "dependent": str(kind.gvk),
                     "event": event_type,
-                    "object": "/".join(_key(obj)) if obj else "",
+                    "object": "/".join(objects.key(obj)) if obj else "",
                     "owner": f"{owner_gvk.kind} {'/'.join(key).lstrip('/')}",
                 },
             )
@@ -365,7 +365,7 @@ class DependentWatches:
         if not watches:
             return
         try:
-            resources = await self._served_resources()
+            resources = [served.info for served in await self._discovery.listable()]
         except (ApiError, Unreachable) as err:
             log.info("Dependent watch recovery skipped", extra={"error": str(err)})
             return
@@ -378,34 +378,6 @@ class DependentWatches:
         await asyncio.gather(*(scan(r) for r in resources))
         log.info("Dependent watches recovered", extra={"kinds": len(self.kinds)})
 
-    async def _served_resources(self) -> list[ResourceInfo]:
-        group_versions: list[tuple[str, str]] = []
-        core = await self._client.get("/api")
-        group_versions += [("", v) for v in core.get("versions") or []]
-        groups = await self._client.get("/apis")
-        for group in groups.get("groups") or []:
-            preferred = (group.get("preferredVersion") or {}).get("version")
-            if preferred:
-                group_versions.append((group["name"], preferred))
-        resources: list[ResourceInfo] = []
-        for group, version in group_versions:
-            path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-            try:
-                listing = await self._client.get(path)
-            except ApiError:
-                continue  # an aggregated API that is down
-            for item in listing.get("resources") or []:
-                if "/" in item.get("name", "/") or not {"list", "watch"} <= set(
-                    item.get("verbs") or ()
-                ):
-                    continue
-                resources.append(
-                    ResourceInfo(
-                        group, version, item["kind"], item["name"], bool(item.get("namespaced"))
-                    )
-                )
-        return resources
-
     async def _scan(self, resource: ResourceInfo, watches: list[Watch]) -> None:
         if resource.namespaced:
             scopes: list[str | None] = list(self._namespaces) or [None]
@@ -414,25 +386,17 @@ class DependentWatches:
         else:
             return
         for scope in scopes:
-            params: dict[str, str] = {"limit": str(self._page_size)}
-            while True:
-                try:
-                    page = await self._client.request(
-                        "GET",
-                        resource.path(scope),
-                        params=params,
-                        headers={"Accept": METADATA_LIST},
-                    )
-                except (ApiError, Unreachable) as err:
-                    log.debug(
-                        "Not scanned for dependents",
-                        extra={"resource": resource.plural, "error": str(err)},
-                    )
-                    return
-                for obj in page.get("items") or []:
-                    for watch in watches:
-                        self.observe(watch, resource, obj)
-                meta = page.get("metadata") or {}
-                if not meta.get("continue"):
-                    break
-                params["continue"] = meta["continue"]
+            pages = list_pages(
+                self._client, resource.path(scope), self._page_size, accept=METADATA_LIST
+            )
+            try:
+                async for page in pages:
+                    for obj in page.get("items") or []:
+                        for watch in watches:
+                            self.observe(watch, resource, obj)
+            except (ApiError, Unreachable) as err:
+                log.debug(
+                    "Not scanned for dependents",
+                    extra={"resource": resource.plural, "error": str(err)},
+                )
+                return

@@ -18,6 +18,7 @@ from typing import Any, NoReturn, TextIO
 
 from ansible_operator.core.watches import GVK
 from ansible_operator.gocompat.durations import parse_go_duration
+from ansible_operator.gocompat.strconv import atoi, parse_bool, parse_int, quote
 
 PROG = "ansible-operator"
 LOG_EVENTS = ("Tasks", "Everything", "Nothing")
@@ -39,63 +40,6 @@ def default_max_concurrent_reconciles() -> int:
 # --- Go value parsers ------------------------------------------------------------------------
 
 
-def _go_quote(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def go_parse_bool(text: str) -> bool:
-    """Go's strconv.ParseBool."""
-    if text in ("1", "t", "T", "TRUE", "true", "True"):
-        return True
-    if text in ("0", "f", "F", "FALSE", "false", "False"):
-        return False
-    raise ValueError(f"strconv.ParseBool: parsing {_go_quote(text)}: invalid syntax")
-
-
-_INT_BODY = {
-    16: re.compile(r"^[0-9a-fA-F]+(_[0-9a-fA-F]+)*$"),
-    10: re.compile(r"^[0-9]+(_[0-9]+)*$"),
-    8: re.compile(r"^[0-7]+(_[0-7]+)*$"),
-    2: re.compile(r"^[01]+(_[01]+)*$"),
-}
-
-
-def go_parse_int(text: str) -> int:
-    """Go's strconv.ParseInt(text, 0, 64) as pflag int flags use it: `0x1f`, `017`, `1_000`."""
-    syntax = ValueError(f"strconv.ParseInt: parsing {_go_quote(text)}: invalid syntax")
-    body = text
-    negative = False
-    if body[:1] in ("+", "-"):
-        negative = body[0] == "-"
-        body = body[1:]
-    prefix = body[:2].lower()
-    if prefix == "0x":
-        base, body = 16, body[2:]
-    elif prefix == "0o":
-        base, body = 8, body[2:]
-    elif prefix == "0b":
-        base, body = 2, body[2:]
-    elif len(body) > 1 and body[0] == "0":
-        base, body = 8, body[1:]
-    else:
-        base = 10
-    if not _INT_BODY[base].match(body):
-        raise syntax
-    value = int(body.replace("_", ""), base)
-    value = -value if negative else value
-    if not -(1 << 63) <= value < (1 << 63):
-        raise ValueError(f"strconv.ParseInt: parsing {_go_quote(text)}: value out of range")
-    return value
-
-
-def _go_atoi(text: str) -> int | None:
-    """Go's strconv.Atoi for environment values; None when it would fail."""
-    if not re.fullmatch(r"[+-]?[0-9]+", text):
-        return None
-    value = int(text)
-    return value if -(1 << 63) <= value < (1 << 63) else None
-
-
 def _duration(text: str) -> float:
     return parse_go_duration(text)
 
@@ -108,7 +52,7 @@ def _non_negative_duration(text: str) -> float:
 
 
 def _port(text: str) -> int:
-    port = go_parse_int(text)
+    port = parse_int(text)
     if not 0 <= port <= 65535:
         raise ValueError("port must be between 0 and 65535")
     return port
@@ -117,7 +61,7 @@ def _port(text: str) -> int:
 def _choice(values: Sequence[str], message: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         if text.lower() not in values:
-            raise ValueError(message.format(_go_quote(text)))
+            raise ValueError(message.format(quote(text)))
         return text.lower()
 
     return parse
@@ -127,10 +71,13 @@ def _zap_log_level(text: str) -> str:
     lowered = text.lower()
     if lowered in ("debug", "info", "error"):
         return lowered
-    level = _go_atoi(text)
-    if level is not None and level > 0:
+    try:
+        level = atoi(text)
+    except ValueError:
+        level = 0
+    if level > 0:
         return str(level)
-    raise ValueError(f"invalid log level {_go_quote(text)}")
+    raise ValueError(f"invalid log level {quote(text)}")
 
 
 # --- the flag table ----------------------------------------------------------------------------
@@ -160,7 +107,7 @@ def _flags() -> tuple[_Flag, ...]:
         ),
         _Flag(
             "ansible-verbosity",
-            go_parse_int,
+            parse_int,
             2,
             "Ansible verbosity. Overridden by environment variable.",
         ),
@@ -192,7 +139,7 @@ def _flags() -> tuple[_Flag, ...]:
         ),
         _Flag(
             "max-concurrent-reconciles",
-            go_parse_int,
+            parse_int,
             None,  # filled in at parse time: CPUs available to this process
             "Maximum number of concurrent reconciles for controllers. Overridden by environment "
             "variable.",
@@ -357,7 +304,7 @@ class RunSettings:
     ansible_verbosity: int = 2
     ansible_roles_path: str = ""
     ansible_collections_path: str = ""
-    ansible_args: str = ""  # one surrounding pair of single quotes removed
+    ansible_args: str = ""  # as given; the runner's input dir strips one pair of quotes
     reconcile_period: float = 10 * 3600.0  # seconds
     max_concurrent_reconciles: int = 1
     metrics_bind_address: str = ":8443"
@@ -404,10 +351,10 @@ class RunSettings:
         raw = self.environ.get(name)
         if raw is None:
             return None, None
-        value = _go_atoi(raw)
-        if value is None:
+        try:
+            return atoi(raw), None
+        except ValueError:
             return None, f"Could not parse environment variable {name}={raw!r} as an integer"
-        return value, None
 
     def _max_concurrent(self, gvk: GVK) -> tuple[int, list[str]]:
         default = max(1, self.max_concurrent_reconciles)
@@ -464,14 +411,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _converter(flag: _Flag) -> Callable[[str], Any]:
-    parse = flag.parse or go_parse_bool
+    parse = flag.parse or parse_bool
 
     def convert(text: str) -> Any:
         try:
             return parse(text)
         except ValueError as e:
             raise argparse.ArgumentTypeError(
-                f"invalid argument {_go_quote(text)} for {_go_quote('--' + flag.name)} flag: {e}"
+                f"invalid argument {quote(text)} for {quote('--' + flag.name)} flag: {e}"
             ) from None
 
     return convert
@@ -535,13 +482,6 @@ def _tokenise(argv: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
         else:
             positionals.append(arg)
     return canonical, given, positionals
-
-
-def _strip_quotes(args: str) -> str:
-    """Upstream removes one pair of single quotes wrapped around `--ansible-args`."""
-    if args.startswith("'") and args[0] == args[-1]:
-        return args[1:-1]
-    return args
 
 
 def _namespaces(raw: str) -> tuple[str, ...]:
@@ -616,7 +556,7 @@ def build_run_settings(
     debug_logs = False
     if "ANSIBLE_DEBUG_LOGS" in env:
         try:
-            debug_logs = go_parse_bool(env["ANSIBLE_DEBUG_LOGS"])
+            debug_logs = parse_bool(env["ANSIBLE_DEBUG_LOGS"])
         except ValueError:
             warnings.append(
                 "Could not parse environment variable ANSIBLE_DEBUG_LOGS as a boolean; "
@@ -629,7 +569,7 @@ def build_run_settings(
         ansible_verbosity=parsed["ansible_verbosity"],
         ansible_roles_path=parsed["ansible_roles_path"],
         ansible_collections_path=parsed["ansible_collections_path"],
-        ansible_args=_strip_quotes(parsed["ansible_args"]),
+        ansible_args=parsed["ansible_args"],
         reconcile_period=parsed["reconcile_period"],
         max_concurrent_reconciles=parsed["max_concurrent_reconciles"],
         metrics_bind_address=metrics_address,

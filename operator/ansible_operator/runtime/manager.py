@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -22,18 +21,28 @@ from typing import Any
 import kopf
 
 from ansible_operator import __version__
+from ansible_operator.core.backoff import Backoff
 from ansible_operator.core.watches import Watch, WatchesError, load_watches
-from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
+from ansible_operator.kube.client import (
+    ApiError,
+    KubeClient,
+    ResourceInfo,
+    Unreachable,
+    UntrustedServer,
+)
 from ansible_operator.kube.config import ConfigError, Credentials
 from ansible_operator.kube.config import load as load_credentials
+from ansible_operator.kube.discovery import Discovery
 from ansible_operator.proxy import Proxy, ProxyStartError
-from ansible_operator.runner import ColdRunner, RunnerError, versions
+from ansible_operator.runner import ColdRunner, Runner, RunnerError, versions
+from ansible_operator.runner.versions import AnsibleVersions
 from ansible_operator.runtime import logs
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.dependents import DependentWatches
 from ansible_operator.runtime.flags import RunSettings, parse_run_args
 from ansible_operator.runtime.metrics import EndpointError, Endpoints, OperatorMetrics
 from ansible_operator.runtime.reconciler import Reconciler
+from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.user_metrics import (
     UserMetrics,
     UserMetricsServer,
@@ -47,14 +56,6 @@ class StartupError(Exception):
     """Something the user must fix before the operator can start; one line."""
 
 
-def _export_ansible_paths(settings: RunSettings) -> None:
-    """As upstream: the path flags become environment for role lookup and for every run."""
-    if settings.ansible_roles_path:
-        os.environ["ANSIBLE_ROLES_PATH"] = settings.ansible_roles_path
-    if settings.ansible_collections_path:
-        os.environ["ANSIBLE_COLLECTIONS_PATH"] = settings.ansible_collections_path
-
-
 def _log_level(settings: RunSettings) -> str:
     level = settings.zap_log_level or ("debug" if settings.zap_devel else "info")
     return "debug" if level.isdigit() else level
@@ -63,21 +64,35 @@ def _log_level(settings: RunSettings) -> str:
 class Operator:
     """The controllers of one watches file, and the kopf registry that feeds them."""
 
-    def __init__(self, settings: RunSettings, watches: list[Watch], creds: Credentials) -> None:
+    def __init__(
+        self,
+        settings: RunSettings,
+        watches: list[Watch],
+        creds: Credentials,
+        *,
+        client: KubeClient | None = None,  # None: one for creds; tests pass an in-memory API
+        runner: Runner | None = None,  # None: ColdRunner; tests pass a scripted one
+        ansible: AnsibleVersions | None = None,  # None: asked of the ColdRunner; given with runner
+    ) -> None:
         self.settings = settings
         self.creds = creds
-        self.client = KubeClient(creds)
-        self.runner = ColdRunner()
-        # The Ansible the runs will use, asked once: too old an ansible-core is refused here.
-        ansible = versions.probe(self.runner.executable)
+        self.client = client or KubeClient(creds)
+        self.discovery = Discovery(self.client)
+        if runner is None:
+            # As upstream, the path flags are the roles' and collections' paths of every run.
+            cold = ColdRunner(environ=settings.ansible_environ())
+            # The Ansible the runs will use, asked once: too old an ansible-core is refused here.
+            ansible = versions.probe(cold.executable, cold.environ)
+            runner = cold
+        elif ansible is None:
+            raise ValueError("a runner given without the Ansible versions it runs")
         versions.check_supported(ansible)
-        log.info(
-            "Ansible",
-            extra={"ansible_core": ansible.core, "ansible_runner": ansible.runner},
-        )
+        log.info("Ansible", extra={"ansible_core": ansible.core, "ansible_runner": ansible.runner})
+        self.runner = runner
         self.registry = kopf.OperatorRegistry()
         self.metrics = OperatorMetrics(ansible)
         self.user_metrics = UserMetrics()
+        self.user_metrics_server = UserMetricsServer(self.user_metrics)
         try:
             self.endpoints = Endpoints(
                 metrics_address=settings.metrics_bind_address,
@@ -87,13 +102,16 @@ class Operator:
         except ValueError as err:
             raise StartupError(str(err)) from None
         # The API proxy the runs talk through, and the watches on what they create.
-        self.dependents = DependentWatches(self.client, watch_namespaces=settings.watch_namespaces)
+        self.dependents = DependentWatches(
+            self.client, watch_namespaces=settings.watch_namespaces, discovery=self.discovery
+        )
         self.proxy = Proxy(
             creds,
             client=self.client,
             port=settings.proxy_port,
             inject_owner_refs=settings.inject_owner_ref,
             dependents=self.dependents,
+            discovery=self.discovery,
         )
         self.controllers: list[Controller] = []
         for watch in watches:
@@ -105,36 +123,36 @@ class Operator:
 
     def _controller(self, watch: Watch) -> Controller:
         gvk = watch.gvk
-        resources: dict[str, ResourceInfo] = {}
 
-        def resource() -> ResourceInfo:
-            return resources["info"]
+        async def resource() -> ResourceInfo:
+            # Discovery (cached), not kopf's first event: a dependent may ask for a reconcile
+            # before kopf has listed the kind.
+            return await self.discovery.resource(gvk.api_version, gvk.kind)
 
+        session = RunSession(
+            watch,
+            runner=self.runner,
+            proxy=self.proxy,
+            settings=self.settings,
+            metrics=self.metrics,
+            extra_env=self.user_metrics_server.run_env,
+        )
         reconciler = Reconciler(
             watch,
             client=self.client,
-            runner=self.runner,
-            settings=self.settings,
-            proxy=self.proxy,
-            metrics=self.metrics,
+            session=session,
             resource=resource,
+            reconcile_period=self.settings.reconcile_period,
         )
         controller = Controller(
-            watch,
-            reconciler,
-            workers=self.settings.max_concurrent_reconciles_for(gvk),
-            on_forget=reconciler.forget,
+            watch, reconciler, workers=self.settings.max_concurrent_reconciles_for(gvk)
         )
         self.dependents.add_owner(watch, controller.enqueue)
         for message in self.settings.env_messages_for(gvk):
             log.info(message, extra={"gvk": str(gvk)})
 
         async def on_event(**kwargs: Any) -> None:
-            event, resource = kwargs["event"], kwargs["resource"]
-            if "info" not in resources:
-                resources["info"] = ResourceInfo(
-                    gvk.group, gvk.version, gvk.kind, resource.plural, resource.namespaced
-                )
+            event = kwargs["event"]
             controller.handle_event(event.get("type"), event["object"])
 
         kopf.on.event(
@@ -172,7 +190,7 @@ class Operator:
             log.info("Watching all namespaces")
         async with contextlib.AsyncExitStack() as servers:
             # As upstream, every replica serves these, leader or not.
-            for server in (UserMetricsServer(self.user_metrics), self.endpoints, self.proxy):
+            for server in (self.user_metrics_server, self.endpoints, self.proxy):
                 await server.start()
                 servers.push_async_callback(server.stop)
             servers.push_async_callback(self.client.close)
@@ -202,19 +220,23 @@ class Operator:
 
     async def _wait_for_api_server(self, stop: asyncio.Event) -> None:
         """Start only once the API server answers; an outage at start is waited out."""
-        delay = 1.0
+        backoff = Backoff(base=1.0, cap=30.0)
         while not stop.is_set():
+            delay = backoff.next_delay()
             try:
                 await self.client.get("/version")
                 return
+            except UntrustedServer as err:  # a wrong CA does not heal by waiting
+                raise StartupError(str(err)) from err
             except (ApiError, Unreachable) as err:
+                if isinstance(err, ApiError) and err.status == 401:  # nor do rejected credentials
+                    raise StartupError(f"the API server rejected the credentials: {err}") from err
                 log.error(
                     "API server not reachable, waiting",
                     extra={"error": str(err), "retry_in": delay},
                 )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), delay)
-            delay = min(delay * 2, 30.0)
 
     async def _watch(self, stop: asyncio.Event) -> None:
         """kopf's watches; restarted if they ever give up (a very long API outage, say)."""
@@ -262,9 +284,8 @@ def prepare(argv: Sequence[str]) -> tuple[RunSettings, list[Watch], Credentials]
     for warning in settings.warnings:
         log.info(warning)
     log.info("Version", extra={"version": __version__, "python": sys.version.split()[0]})
-    _export_ansible_paths(settings)
     try:
-        watches = load_watches(settings.watches_file)
+        watches = load_watches(settings.watches_file, environ=settings.ansible_environ())
     except WatchesError as err:
         raise StartupError(f"Failed to load watches: {err}") from None
     try:
@@ -283,7 +304,7 @@ def main(argv: Sequence[str]) -> int:
         return 1
     try:
         return asyncio.run(_serve(operator))
-    except (UserMetricsServerError, ProxyStartError, EndpointError) as err:
+    except (StartupError, UserMetricsServerError, ProxyStartError, EndpointError) as err:
         print(f"ansible-operator run: {err}", file=sys.stderr)
         return 1
 

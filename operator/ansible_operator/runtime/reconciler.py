@@ -1,57 +1,41 @@
 """Reconciling one custom resource: read it, run its role, write the outcome back.
 
-The reconciler is a function of the object's identity. It re-reads the object (level-based: the
-event that woke it is not trusted), adds the watch's finalizer, marks the status Running, runs
-the role or playbook with the object as variables, and reads the object again before it writes
-``Successful`` or ``Failure``, removes the finalizer after a successful finalizer run, and posts
-an Event when a reconcile fails or recovers. It returns when the object should run again; a
-failure is raised as ``ReconcileError`` for the controller to back off. Queueing, retries and
-watching happen outside, in ``controller``.
+The reconciler is a function of the object's identity (see ``reconcile``). It re-reads the
+object, adds the watch's finalizer, marks the status Running, runs the role or playbook with the
+object as variables (``session``), reads the object again and writes ``Successful`` or
+``Failure`` (``status``), removes the finalizer after a successful finalizer run
+(``finalizers``), and posts an Event when a reconcile fails or recovers (``recorder``).
+Queueing, retries and watching happen outside, in ``controller``.
 
 Differences from upstream, on purpose: ``requeue_after`` does not cut the reconcile short; a
 status write conflict is retried as a write, not by re-running the role; the run has a timeout;
-conditions carry the generation they describe; failures and recoveries are posted as Events.
+conditions carry the generation they describe; failures and recoveries are posted as Events; a
+bad reconcile-period annotation is a terminal error, not retried until the object changes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import logging
-import os
-import tempfile
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ansible_operator.core import conditions
-from ansible_operator.core.extravars import build_extra_vars
+from ansible_operator.core.annotations import reconcile_period
 from ansible_operator.core.watches import Watch
-from ansible_operator.kube import kubeconfig
-from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo, Unreachable
-from ansible_operator.proxy import Proxy
-from ansible_operator.runner import (
-    EventLogger,
-    LogEventsMode,
-    Runner,
-    RunnerError,
-    RunRequest,
-    RunResult,
-    input_dir_path,
-    log_debug_result,
-    log_stats_stdout,
-    new_ident,
-    remove_input_dir,
-)
-from ansible_operator.runner.inputdir import DEFAULT_BASE_DIR
-from ansible_operator.runtime import backoff, recorder
-from ansible_operator.runtime.controller import Key, ReconcileError, Result
-from ansible_operator.runtime.flags import RunSettings
-from ansible_operator.runtime.metrics import OperatorMetrics
-from ansible_operator.runtime.status import write_status
+from ansible_operator.kube.api import Api
+from ansible_operator.kube.client import ApiError, ResourceInfo, Unreachable
+from ansible_operator.runner import RunnerError, RunResult
+from ansible_operator.runtime.finalizers import add_finalizer, has_finalizer, remove_finalizer
+from ansible_operator.runtime.reconcile import Key, ReconcileError, Result, TerminalError
+from ansible_operator.runtime.recorder import EventRecorder
+from ansible_operator.runtime.session import RunSession
+from ansible_operator.runtime.status import StatusWriter
 
 log = logging.getLogger("reconciler")
 DELETED_DURING_RUN_REQUEUE = 0.0  # run the finalizer at once rather than upstream's 5 s later
+
+ResolveResource = Callable[[], Awaitable[ResourceInfo]]
 
 
 def utc_now() -> datetime.datetime:
@@ -59,335 +43,99 @@ def utc_now() -> datetime.datetime:
 
 
 class Reconciler:
+    """The reconcile of one watch's kind; ``resource`` finds the kind's API path (discovery)."""
+
     def __init__(
         self,
         watch: Watch,
         *,
-        client: KubeClient,
-        runner: Runner,
-        settings: RunSettings,
-        proxy: Proxy,
-        resource: Callable[[], ResourceInfo],
-        metrics: OperatorMetrics | None = None,
-        runner_base: Path = DEFAULT_BASE_DIR,
+        client: Api,
+        session: RunSession,
+        resource: ResolveResource,
+        reconcile_period: float,
         clock: Callable[[], datetime.datetime] = utc_now,
     ) -> None:
         self.watch = watch
         self.client = client
-        self.runner = runner
-        self.settings = settings
-        self.proxy = proxy  # runs reach the API through it, with a token of their own
+        self.session = session
         self._resource = resource
-        self.metrics = metrics
-        self.runner_base = runner_base
+        self.reconcile_period = reconcile_period  # --reconcile-period
         self.clock = clock
-        try:
-            self.log_events = LogEventsMode.parse(settings.ansible_log_events)
-        except ValueError:
-            self.log_events = LogEventsMode.TASKS
-
-    # -- the reconcile ---------------------------------------------------------------------------
+        self.events = EventRecorder(client, clock=clock)
 
     async def __call__(self, key: Key) -> Result:
-        namespace, name = key
-        resource = self._resource()
         try:
-            obj = await self.client.get(resource.path(namespace, name))
-        except ApiError as err:
-            if err.status == 404:
-                self.forget(key)
-                return Result()
-            raise ReconcileError(f"reading the object: {err}") from err
-        except Unreachable as err:
-            raise ReconcileError(str(err)) from err
-        return await self._reconcile(resource, obj)
+            resource = await self._resource()
+        except (ApiError, Unreachable) as err:
+            raise ReconcileError(f"discovery of {self.watch.gvk.kind}: {err}") from err
+        obj = await self._read(resource, key, "reading the object")
+        if obj is None:
+            return Result()
+        return await self._reconcile(resource, key, obj)
 
-    def forget(self, key: Key) -> None:
-        """The object is gone: its runner input dir and artifacts go with it."""
-        namespace, name = key
-        gvk = self.watch.gvk
-        path = input_dir_path(
-            gvk.group, gvk.version, gvk.kind, namespace, name, base=self.runner_base
-        )
-        remove_input_dir(path, base=self.runner_base)
-
-    async def _reconcile(self, resource: ResourceInfo, obj: dict[str, Any]) -> Result:
+    async def _reconcile(self, resource: ResourceInfo, key: Key, obj: dict[str, Any]) -> Result:
         meta = obj["metadata"]
-        namespace, name = meta.get("namespace") or "", meta["name"]
-        annotations = meta.get("annotations") or {}
-        period, problem = backoff.requeue_delay(
-            annotations, self.watch.reconcile_period, self.settings.reconcile_period
+        status = StatusWriter(self.client, resource, obj, clock=self.clock)
+        period, problem = reconcile_period(
+            meta.get("annotations"), self.watch.reconcile_period, self.reconcile_period
         )
         if problem:
-            await self._mark_error(resource, obj, problem)
-            raise ReconcileError(problem)
+            await status.error(problem)
+            await self.events.failed(obj, problem)
+            raise TerminalError(problem)
 
-        finalizer = self.watch.finalizer
+        finalizer = self.watch.finalizer.name if self.watch.finalizer is not None else None
         deleting = bool(meta.get("deletionTimestamp"))
-        has_finalizer = finalizer is not None and finalizer.name in (meta.get("finalizers") or [])
-        if finalizer is not None and not deleting and not has_finalizer:
-            obj = await self._add_finalizer(resource, obj, finalizer.name)
-            has_finalizer = True
-        if deleting and not has_finalizer:
+        if finalizer is not None and not deleting and not has_finalizer(obj, finalizer):
+            obj = await add_finalizer(self.client, resource, obj, finalizer)
+        elif deleting and (finalizer is None or not has_finalizer(obj, finalizer)):
             log.info("Resource is terminated, skipping reconciliation")
             return Result()
 
-        generation = meta.get("generation")
         was_failing = _condition_true(obj, conditions.FAILURE)
         if self.watch.manage_status:
-            await self._write_status(
-                resource,
-                namespace,
-                name,
-                lambda s: conditions.mark_running(s, now=self.clock(), generation=generation),
-            )
-
+            await status.running()
         try:
-            result = await self._run(obj, finalizing=deleting)
+            result = await self.session.run(obj, finalizing=deleting)
         except RunnerError as err:
             message = f"Unable to run reconciliation: {err}"
-            await self._mark_error(resource, obj, message)
+            await status.error(message)
             raise ReconcileError(message) from err
 
-        live = await self._get_live(resource, namespace, name)
+        live = await self._read(resource, key, "reading the object after the run")
         if live is None:
             return Result()
         if deleting and result.ok and finalizer is not None:
-            await self._remove_finalizer(resource, live, finalizer.name)
+            await remove_finalizer(self.client, resource, live, finalizer)
             return Result()
-
-        outcome = result.outcome
-        ansible_result = self._ansible_result(result)
         if self.watch.manage_status:
-            if result.ok:
-
-                def update(s: dict[str, Any]) -> dict[str, Any]:
-                    return conditions.mark_success(
-                        s, ansible_result=ansible_result, now=self.clock(), generation=generation
-                    )
-            else:
-                reason = "Timeout" if result.timed_out else conditions.REASON_FAILED
-                message = "\n".join(outcome.failure_messages) or "unknown playbook failure"
-
-                def update(s: dict[str, Any]) -> dict[str, Any]:
-                    return conditions.mark_failure(
-                        s,
-                        message=message,
-                        ansible_result=ansible_result,
-                        now=self.clock(),
-                        generation=generation,
-                        reason=reason,
-                    )
-
-            await self._write_status(resource, namespace, name, update)
+            await status.done(result)
 
         if not result.ok:
-            await recorder.post_event(
-                self.client,
-                live,
-                type_="Warning",
-                reason="ReconcileFailed",
-                message=_failure_summary(result),
-            )
-            raise ReconcileError(_failure_summary(result))
+            summary = failure_summary(result)
+            await self.events.failed(live, summary)
+            raise ReconcileError(summary)
         if was_failing:
-            await recorder.post_event(
-                self.client,
-                live,
-                type_="Normal",
-                reason="ReconcileSucceeded",
-                message="Reconciliation succeeded again after failing",
-            )
+            await self.events.recovered(live)
         if not deleting and live["metadata"].get("deletionTimestamp"):
             return Result(requeue_after=DELETED_DURING_RUN_REQUEUE)
-        if outcome.requeue_after is not None:
-            return Result(requeue_after=outcome.requeue_after)
+        if result.outcome.requeue_after is not None:
+            return Result(requeue_after=result.outcome.requeue_after)
         return Result(requeue_after=period)
 
-    # -- running Ansible -------------------------------------------------------------------------
-
-    async def _run(self, obj: dict[str, Any], *, finalizing: bool) -> RunResult:
-        meta = obj["metadata"]
-        namespace, name = meta.get("namespace") or "", meta["name"]
-        annotations = meta.get("annotations") or {}
-        gvk = self.watch.gvk
-        verbosity, note = backoff.verbosity(annotations, self.settings.ansible_verbosity_for(gvk))
-        if note:
-            log.error(note)
-        rotate, note = backoff.max_runner_artifacts(annotations, self.watch.max_runner_artifacts)
-        if note:
-            log.error(note)
-
-        playbook, role = self.watch.playbook, self.watch.role
-        finalizer = self.watch.finalizer
-        if finalizing and finalizer is not None and finalizer.has_own_ansible:
-            playbook, role = finalizer.playbook, finalizer.role
-        if playbook:
-            role = None
-
-        ident = new_ident()
-        fd, kubeconfig_path = tempfile.mkstemp(prefix="kubeconfig-")
-        os.close(fd)
-        token = self.proxy.register(obj, self.watch)
+    async def _read(self, resource: ResourceInfo, key: Key, what: str) -> dict[str, Any] | None:
+        """The object as it is now; None (and its input dir removed) when it is gone."""
+        namespace, name = key
         try:
-            kubeconfig.write(
-                Path(kubeconfig_path), port=self.proxy.port, token=token, owner_namespace=namespace
-            )
-            request = RunRequest(
-                ident=ident,
-                private_data_dir=input_dir_path(
-                    gvk.group, gvk.version, gvk.kind, namespace, name, base=self.runner_base
-                ),
-                extravars=build_extra_vars(obj, self.watch, finalizing=finalizing),
-                kubeconfig=kubeconfig_path,
-                playbook=playbook,
-                role=role,
-                verbosity=verbosity,
-                rotate_artifacts=rotate,
-                ansible_args=self.settings.ansible_args,
-                timeout=self.watch.run_timeout or self.settings.ansible_run_timeout,
-            )
-            event_logger = EventLogger(
-                self.log_events,
-                logger=logging.getLogger("runner"),
-                ident=ident,
-                gvk=str(gvk),
-                verbosity=_log_verbosity(annotations),
-            )
-            result = await self.runner.run(request, on_event=event_logger)
-            if self.metrics is not None:
-                self.metrics.observe_run(str(gvk), result.duration, result.ok)
-        finally:
-            self.proxy.unregister(token)
-            with contextlib.suppress(OSError):
-                os.unlink(kubeconfig_path)
-        log_stats_stdout(
-            logging.getLogger("runner"),
-            result.outcome.stats_stdout,
-            gvk=str(gvk),
-            name=name,
-            namespace=namespace,
-            ident=ident,
-        )
-        if self.settings.ansible_debug_logs:
-            log_debug_result(
-                logging.getLogger("runner"),
-                result.stdout_path,
-                gvk=str(gvk),
-                name=name,
-                namespace=namespace,
-                ident=ident,
-            )
-        return result
-
-    def _ansible_result(self, result: RunResult) -> dict[str, Any] | None:
-        counts = result.outcome.ansible_result
-        if not result.outcome.stats_received:
-            return None
-        completion = (
-            conditions.parse_runner_time(counts.completion) if counts.completion else self.clock()
-        )
-        return {
-            "ok": counts.ok,
-            "changed": counts.changed,
-            "skipped": counts.skipped,
-            "failures": counts.failures,
-            "completion": conditions.format_completion(completion),
-        }
-
-    # -- talking to the API server ---------------------------------------------------------------
-
-    async def _get_live(
-        self, resource: ResourceInfo, namespace: str, name: str
-    ) -> dict[str, Any] | None:
-        try:
-            live: dict[str, Any] = await self.client.get(resource.path(namespace, name))
-            return live
+            obj: dict[str, Any] = await self.client.get(resource.path(namespace, name))
+            return obj
         except ApiError as err:
             if err.status == 404:
-                self.forget((namespace, name))
+                self.session.forget(namespace, name)
                 return None
-            raise ReconcileError(f"reading the object after the run: {err}") from err
+            raise ReconcileError(f"{what}: {err}") from err
         except Unreachable as err:
             raise ReconcileError(str(err)) from err
-
-    async def _write_status(
-        self,
-        resource: ResourceInfo,
-        namespace: str,
-        name: str,
-        update: Callable[[dict[str, Any]], dict[str, Any]],
-    ) -> None:
-        try:
-            await write_status(self.client, resource, namespace, name, update)
-        except (ApiError, Unreachable) as err:
-            raise ReconcileError(f"writing status: {err}") from err
-
-    async def _mark_error(self, resource: ResourceInfo, obj: dict[str, Any], message: str) -> None:
-        """Upstream's markError: written even when the watch does not manage status."""
-        meta = obj["metadata"]
-        generation = meta.get("generation")
-        await self._write_status(
-            resource,
-            meta.get("namespace") or "",
-            meta["name"],
-            lambda s: conditions.mark_error(
-                s, message=message, now=self.clock(), generation=generation
-            ),
-        )
-
-    async def _add_finalizer(
-        self, resource: ResourceInfo, obj: dict[str, Any], finalizer: str
-    ) -> dict[str, Any]:
-        meta = obj["metadata"]
-        ops: list[dict[str, Any]] = [
-            {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]}
-        ]
-        if meta.get("finalizers"):
-            ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": finalizer})
-        else:
-            ops.append({"op": "add", "path": "/metadata/finalizers", "value": [finalizer]})
-        return await self._json_patch(resource, meta, ops, "adding the finalizer")
-
-    async def _remove_finalizer(
-        self, resource: ResourceInfo, obj: dict[str, Any], finalizer: str
-    ) -> None:
-        meta = obj["metadata"]
-        finalizers = meta.get("finalizers") or []
-        if finalizer not in finalizers:
-            return
-        index = finalizers.index(finalizer)
-        ops = [
-            {"op": "test", "path": f"/metadata/finalizers/{index}", "value": finalizer},
-            {"op": "remove", "path": f"/metadata/finalizers/{index}"},
-        ]
-        await self._json_patch(resource, meta, ops, "removing the finalizer")
-        log.info("Removed finalizer", extra={"finalizer": finalizer})
-
-    async def _json_patch(
-        self, resource: ResourceInfo, meta: dict[str, Any], ops: list[dict[str, Any]], what: str
-    ) -> dict[str, Any]:
-        path = resource.path(meta.get("namespace") or "", meta["name"])
-        try:
-            patched: dict[str, Any] = await self.client.request(
-                "PATCH", path, body=ops, content_type="application/json-patch+json"
-            )
-            return patched
-        except (ApiError, Unreachable) as err:
-            # A failed test (the object changed) comes back as 422: the retry re-reads it.
-            raise ReconcileError(f"{what}: {err}") from err
-
-
-def _log_verbosity(annotations: dict[str, str]) -> int:
-    """As upstream's event log handler: raw task stdout in the log only when the CR's verbosity
-    annotation, else the ANSIBLE_VERBOSITY variable, asks for it (not --ansible-verbosity)."""
-    value, _ = backoff.verbosity(annotations, 0)
-    if backoff.VERBOSITY_ANNOTATION in annotations:
-        return value
-    try:
-        return int(os.environ.get("ANSIBLE_VERBOSITY", "0"))
-    except ValueError:
-        return 0
 
 
 def _condition_true(obj: dict[str, Any], ctype: str) -> bool:
@@ -395,7 +143,7 @@ def _condition_true(obj: dict[str, Any], ctype: str) -> bool:
     return bool(condition and condition.get("status") == conditions.TRUE)
 
 
-def _failure_summary(result: RunResult) -> str:
+def failure_summary(result: RunResult) -> str:
     """One line for Events and logs: which task failed and why."""
     failures = result.outcome.failures
     if not failures:

@@ -9,13 +9,19 @@ from __future__ import annotations
 import datetime
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
-from ansible_operator.kube.client import ApiError, KubeClient, Unreachable
+from ansible_operator.kube.api import Api
+from ansible_operator.kube.client import ApiError, Unreachable
 
 COMPONENT = "ansible-operator"
 MESSAGE_LIMIT = 1024  # the API server refuses Event messages beyond this many bytes
 log = logging.getLogger("events")
+
+FAILED = "ReconcileFailed"
+SUCCEEDED = "ReconcileSucceeded"
+RECOVERED_MESSAGE = "Reconciliation succeeded again after failing"
 
 
 def build_event(
@@ -50,14 +56,23 @@ def build_event(
     }
 
 
-async def post_event(
-    client: KubeClient, obj: dict[str, Any], *, type_: str, reason: str, message: str
-) -> None:
-    event = build_event(
-        obj, type_=type_, reason=reason, message=message, now=datetime.datetime.now(datetime.UTC)
-    )
-    namespace = event["metadata"]["namespace"]
-    try:
-        await client.request("POST", f"/api/v1/namespaces/{namespace}/events", body=event)
-    except (ApiError, Unreachable) as err:
-        log.error("could not post Event", extra={"reason": reason, "error": str(err)})
+class EventRecorder:
+    """Posts the reconcile's Events on the objects it reconciles."""
+
+    def __init__(self, client: Api, *, clock: Callable[[], datetime.datetime]) -> None:
+        self._client = client
+        self._clock = clock
+
+    async def failed(self, obj: dict[str, Any], message: str) -> None:
+        await self.post(obj, type_="Warning", reason=FAILED, message=message)
+
+    async def recovered(self, obj: dict[str, Any]) -> None:
+        await self.post(obj, type_="Normal", reason=SUCCEEDED, message=RECOVERED_MESSAGE)
+
+    async def post(self, obj: dict[str, Any], *, type_: str, reason: str, message: str) -> None:
+        event = build_event(obj, type_=type_, reason=reason, message=message, now=self._clock())
+        namespace = event["metadata"]["namespace"]
+        try:
+            await self._client.request("POST", f"/api/v1/namespaces/{namespace}/events", body=event)
+        except (ApiError, Unreachable) as err:
+            log.error("could not post Event", extra={"reason": reason, "error": str(err)})

@@ -1,28 +1,36 @@
-"""Writing a custom resource's status without losing anybody's changes.
+"""Writing a custom resource's status conditions without losing anybody's changes.
 
 A write is a function of the current status: read the object, compute the new status from it,
 and replace ``/status`` with the resourceVersion just read. A conflict means someone else wrote
 in between (a role's ``k8s_status``, a user), so the write is recomputed from the fresh object
-and sent again. A conflict never re-runs the role, unlike upstream.
+and sent again. A conflict never re-runs the role, unlike upstream. ``StatusWriter`` is the
+reconciler's vocabulary on top: running, the run's outcome, an error before any run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 from collections.abc import Callable
 from typing import Any
 
-from ansible_operator.kube.client import ApiError, KubeClient, ResourceInfo
+from ansible_operator.core import conditions
+from ansible_operator.core.backoff import exponential_delay
+from ansible_operator.kube.api import Api
+from ansible_operator.kube.client import ApiError, ResourceInfo, Unreachable
+from ansible_operator.runner import RunResult
+from ansible_operator.runtime.reconcile import ReconcileError
 
 CONFLICT_RETRIES = 10
 log = logging.getLogger("status")
 
 StatusUpdate = Callable[[dict[str, Any]], dict[str, Any]]
+Clock = Callable[[], datetime.datetime]
 
 
 async def write_status(
-    client: KubeClient,
+    client: Api,
     resource: ResourceInfo,
     namespace: str,
     name: str,
@@ -51,7 +59,83 @@ async def write_status(
             if err.status != 409:
                 raise
             log.debug("status write conflict, retrying", extra={"attempt": attempt})
-            await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+            await asyncio.sleep(exponential_delay(attempt, base=0.05, cap=1.0))
     raise ApiError(
         409, "Conflict", f"status of {name} kept changing under {CONFLICT_RETRIES} writes"
     )
+
+
+class StatusWriter:
+    """The conditions one reconcile writes on its object, for the generation it read.
+
+    Every write fails as ``ReconcileError``, for the controller to retry with backoff.
+    """
+
+    def __init__(
+        self, client: Api, resource: ResourceInfo, obj: dict[str, Any], *, clock: Clock
+    ) -> None:
+        meta = obj["metadata"]
+        self._client = client
+        self._resource = resource
+        self._namespace = meta.get("namespace") or ""
+        self._name = meta["name"]
+        self._generation = meta.get("generation")
+        self._clock = clock
+
+    async def running(self) -> None:
+        await self._write(
+            lambda s: conditions.mark_running(s, now=self._clock(), generation=self._generation)
+        )
+
+    async def done(self, result: RunResult) -> None:
+        """``Successful`` or ``Failure`` with the run's ``ansibleResult``."""
+        counts = ansible_result(result, now=self._clock())
+        if result.ok:
+            await self._write(
+                lambda s: conditions.mark_success(
+                    s, ansible_result=counts, now=self._clock(), generation=self._generation
+                )
+            )
+            return
+        reason = "Timeout" if result.timed_out else conditions.REASON_FAILED
+        message = "\n".join(result.outcome.failure_messages) or "unknown playbook failure"
+        await self._write(
+            lambda s: conditions.mark_failure(
+                s,
+                message=message,
+                ansible_result=counts,
+                now=self._clock(),
+                generation=self._generation,
+                reason=reason,
+            )
+        )
+
+    async def error(self, message: str) -> None:
+        """Upstream's markError: no run happened; written even when the watch does not manage
+        status."""
+        await self._write(
+            lambda s: conditions.mark_error(
+                s, message=message, now=self._clock(), generation=self._generation
+            )
+        )
+
+    async def _write(self, update: StatusUpdate) -> None:
+        try:
+            await write_status(self._client, self._resource, self._namespace, self._name, update)
+        except (ApiError, Unreachable) as err:
+            raise ReconcileError(f"writing status: {err}") from err
+
+
+def ansible_result(result: RunResult, *, now: datetime.datetime) -> dict[str, Any] | None:
+    """The ``ansibleResult`` of a run's conditions; None when no stats event arrived."""
+    if not result.outcome.stats_received:
+        return None
+    counts = result.outcome.ansible_result
+    completion = conditions.parse_runner_time(counts.completion) if counts.completion else now
+    return {
+        "ok": counts.ok,
+        "changed": counts.changed,
+        "skipped": counts.skipped,
+        "failures": counts.failures,
+        "completion": conditions.format_completion(completion),
+    }

@@ -20,7 +20,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -267,11 +267,11 @@ class UserMetricsServer:
         metrics: UserMetrics,
         *,
         address: str | None = None,
-        environ: MutableMapping[str, str] | None = None,  # None: os.environ
+        environ: Mapping[str, str] | None = None,  # None: os.environ
     ) -> None:
         self.metrics = metrics
-        self._environ = os.environ if environ is None else environ
-        self._explicit = address if address is not None else self._environ.get(ADDRESS_ENV)
+        env = os.environ if environ is None else environ
+        self._explicit = address if address is not None else env.get(ADDRESS_ENV)
         self._runner: web.AppRunner | None = None
         self.host = DEFAULT_HOST
         self.port = DEFAULT_PORT
@@ -280,6 +280,10 @@ class UserMetricsServer:
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/metrics"
+
+    def run_env(self) -> dict[str, str]:
+        """What every Ansible run gets in its environment: the URL, while listening."""
+        return {URL_ENV: self.url} if self._runner is not None else {}
 
     def _app(self) -> web.Application:
         app = web.Application()
@@ -304,7 +308,7 @@ class UserMetricsServer:
         return web.Response(status=200)
 
     async def start(self) -> None:
-        """Listen, then publish the URL to runs; see the module docstring for the fallback."""
+        """Listen (see the module docstring for the fallback); `run_env()` has the URL after."""
         host, port = DEFAULT_HOST, DEFAULT_PORT
         if self._explicit:
             host, port = _split_address(self._explicit)
@@ -320,7 +324,6 @@ class UserMetricsServer:
         self._runner = runner
         self.host = host
         self.port = _bound_port(site, port)
-        self._environ[URL_ENV] = self.url
         log.info("Starting to serve metrics listener", extra={"Address": f"{host}:{self.port}"})
 
     async def _listen(self, runner: web.AppRunner, host: str, port: int) -> web.TCPSite:
@@ -342,8 +345,6 @@ class UserMetricsServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-            if self._environ.get(URL_ENV) == self.url:
-                del self._environ[URL_ENV]
 
 
 def _split_address(address: str) -> tuple[str, int]:

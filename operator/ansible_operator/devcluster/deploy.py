@@ -1,0 +1,66 @@
+"""``make deploy`` / ``make undeploy``: ``config/default`` with the image named, through kubectl.
+
+kustomize's ``images`` transformer sets the image in an overlay written to a temporary directory,
+so ``config/manager/kustomization.yaml`` is not edited (``kustomize edit set image`` would need
+the kustomize binary and leave the change in the tree).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import yaml
+
+
+class DeployError(Exception):
+    """kubectl refused; the message is its last line."""
+
+
+def split_image(image: str) -> tuple[str, str]:
+    """``registry:5000/name:tag`` → (``registry:5000/name``, ``tag``); no tag means ``latest``."""
+    name, _, tag = image.rpartition(":")
+    if not name or "/" in tag:  # no tag: the colon, if any, belonged to a registry port
+        return image, "latest"
+    return name, tag
+
+
+def render(kubectl: Path, project: Path, image: str) -> str:
+    """The manifests of ``config/default`` with the manager's image set to ``image``."""
+    name, tag = split_image(image)
+    with tempfile.TemporaryDirectory(prefix="ansible-operator-deploy.") as tmp:
+        base = os.path.relpath((project / "config" / "default").resolve(), tmp)  # no absolute
+        overlay = {
+            "resources": [base],
+            "images": [{"name": "controller", "newName": name, "newTag": tag}],
+        }
+        (Path(tmp) / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+        return _kubectl(kubectl, None, "kustomize", tmp)
+
+
+def apply(kubectl: Path, kubeconfig: Path | None, manifests: str) -> str:
+    return _kubectl(kubectl, kubeconfig, "apply", "-f", "-", stdin=manifests)
+
+
+def delete(kubectl: Path, kubeconfig: Path | None, manifests: str) -> str:
+    return _kubectl(
+        kubectl,
+        kubeconfig,
+        "delete",
+        "--ignore-not-found",
+        "--wait=false",
+        "-f",
+        "-",
+        stdin=manifests,
+    )
+
+
+def _kubectl(kubectl: Path, kubeconfig: Path | None, *args: str, stdin: str | None = None) -> str:
+    argv = [str(kubectl), *([f"--kubeconfig={kubeconfig}"] if kubeconfig else []), *args]
+    done = subprocess.run(argv, input=stdin, capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise DeployError(f"kubectl {args[0]}: {last}")
+    return done.stdout

@@ -1,0 +1,96 @@
+"""``ansible-operator dev-image build|podman|deploy|undeploy``: the operator image without Docker.
+
+``build`` installs podman, runc and mmdebstrap if they are missing (as root), makes the
+Dockerfile's base image from Debian's mirror once, and builds the image into a private store.
+``podman -- ARGS`` runs podman on that store with this machine's settings (run, save, push...).
+``deploy`` and ``undeploy`` apply and delete ``config/default`` with the image named, through
+kubectl, against ``--kubeconfig``, else ``KUBECONFIG``, else the local dev cluster.
+User errors end in one line and exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ansible_operator.devcluster import binaries, deploy, image
+from ansible_operator.devcluster.cluster import DevCluster
+
+
+def _progress(message: str) -> None:
+    print(f"[dev-image] {message}", file=sys.stderr, flush=True)
+
+
+def _build_arg(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key, value
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "dev-image", help="build and run the operator image here with podman (no Docker engine)"
+    )
+    actions = parser.add_subparsers(dest="action", required=True)
+    build = actions.add_parser("build", help="build the Dockerfile of a project directory")
+    build.add_argument("--tag", default="controller:latest", help="the image name (IMG)")
+    build.add_argument("--context", type=Path, default=Path("."), help="the project directory")
+    build.add_argument(
+        "--build-arg", type=_build_arg, action="append", default=[], metavar="KEY=VALUE"
+    )
+    build.set_defaults(handler=_build)
+    podman = actions.add_parser("podman", help="podman with the private store: podman -- ARGS")
+    podman.add_argument("args", nargs=argparse.REMAINDER)
+    podman.set_defaults(handler=_podman)
+    for action, about in (("deploy", "apply"), ("undeploy", "delete")):
+        sub = actions.add_parser(action, help=f"{about} config/default with the image named")
+        sub.add_argument("--tag", default="controller:latest", help="the image name (IMG)")
+        sub.add_argument("--project", type=Path, default=Path("."), help="the project directory")
+        sub.add_argument(
+            "--kubeconfig", type=Path, help="default: $KUBECONFIG, else the dev cluster"
+        )
+        sub.set_defaults(handler=_deploy)
+
+
+def _build(args: argparse.Namespace) -> int:
+    try:
+        image.ensure_tools(_progress)
+        podman = image.Podman.default()
+        seconds = image.build(podman, args.context, args.tag, dict(args.build_arg), _progress)
+        size = image.size_bytes(podman, args.tag)
+    except image.ImageError as err:
+        print(f"ansible-operator dev-image build: {err}", file=sys.stderr)
+        return 1
+    _progress(f"built {args.tag} in {seconds:.0f} s, {size / 2**20:.0f} MiB")
+    print(args.tag)
+    return 0
+
+
+def _podman(args: argparse.Namespace) -> int:
+    rest = args.args[1:] if args.args[:1] == ["--"] else args.args
+    try:
+        image.ensure_tools(_progress)
+    except image.ImageError as err:
+        print(f"ansible-operator dev-image podman: {err}", file=sys.stderr)
+        return 1
+    return image.passthrough(image.Podman.default(), rest)
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    kubeconfig = args.kubeconfig or (
+        Path(os.environ["KUBECONFIG"])
+        if os.environ.get("KUBECONFIG")
+        else DevCluster(None).kubeconfig
+    )
+    try:
+        kubectl = binaries.find()["kubectl"]
+        manifests = deploy.render(kubectl, args.project, args.tag)
+        act = deploy.apply if args.action == "deploy" else deploy.delete
+        print(act(kubectl, kubeconfig, manifests), end="")
+    except (binaries.BinariesError, deploy.DeployError) as err:
+        print(f"ansible-operator dev-image {args.action}: {err}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,153 @@
+"""One Ansible run for one custom resource: its proxy token, kubeconfig and runner input.
+
+A run acts for its CR only: the proxy hands it a token of its own, which the kubeconfig written
+for this run carries, and both are gone when the run returns, however it ends. The runner's
+input (extra vars, verbosity, artifacts to keep, ``--ansible-args``, timeout, environment) is
+assembled here from the watch, the flags and the CR's annotations; the run's events, stats and
+warnings go to the log as it goes. The CR's input directory lives until the CR is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from ansible_operator.core.annotations import log_verbosity, max_runner_artifacts, verbosity
+from ansible_operator.core.extravars import build_extra_vars
+from ansible_operator.core.watches import Watch
+from ansible_operator.kube import kubeconfig
+from ansible_operator.runner import (
+    DEFAULT_BASE_DIR,
+    EventLogger,
+    LogEventsMode,
+    Runner,
+    RunRequest,
+    RunResult,
+    input_dir_path,
+    log_debug_result,
+    log_stats_stdout,
+    new_ident,
+    remove_input_dir,
+)
+from ansible_operator.runtime.flags import RunSettings
+from ansible_operator.runtime.metrics import OperatorMetrics
+
+log = logging.getLogger("reconciler")
+runner_log = logging.getLogger("runner")
+
+
+class RunProxy(Protocol):
+    """The part of the API proxy a run needs: where it listens, and a token per run."""
+
+    port: int
+
+    def register(self, owner: Mapping[str, Any], watch: Watch) -> str: ...
+
+    def unregister(self, token: str) -> None: ...
+
+
+class RunSession:
+    """Runs one watch's role or playbook (or its finalizer's) for one object at a time."""
+
+    def __init__(
+        self,
+        watch: Watch,
+        *,
+        runner: Runner,
+        proxy: RunProxy,
+        settings: RunSettings,
+        metrics: OperatorMetrics | None = None,
+        runner_base: Path = DEFAULT_BASE_DIR,
+        extra_env: Callable[[], Mapping[str, str]] = dict,
+    ) -> None:
+        self.watch = watch
+        self.runner = runner
+        self.proxy = proxy
+        self.settings = settings
+        self.metrics = metrics
+        self.runner_base = runner_base
+        self._extra_env = extra_env  # read at each run: e.g. the user metrics URL, once bound
+        self._log_events = LogEventsMode.parse(settings.ansible_log_events)
+
+    async def run(self, obj: dict[str, Any], *, finalizing: bool) -> RunResult:
+        """Run Ansible for ``obj``; RunnerError when the run could not start."""
+        meta = obj["metadata"]
+        namespace, name = meta.get("namespace") or "", meta["name"]
+        annotations = meta.get("annotations") or {}
+        gvk = self.watch.gvk
+        run_verbosity, note = verbosity(annotations, self.settings.ansible_verbosity_for(gvk))
+        if note:
+            log.error(note)
+        rotate, note = max_runner_artifacts(annotations, self.watch.max_runner_artifacts)
+        if note:
+            log.error(note)
+
+        playbook, role = self.watch.playbook, self.watch.role
+        finalizer = self.watch.finalizer
+        if finalizing and finalizer is not None and finalizer.has_own_ansible:
+            playbook, role = finalizer.playbook, finalizer.role
+        if playbook:
+            role = None
+
+        ident = new_ident()
+        fd, kubeconfig_path = tempfile.mkstemp(prefix="kubeconfig-")
+        os.close(fd)
+        token = self.proxy.register(obj, self.watch)
+        try:
+            kubeconfig.write(
+                Path(kubeconfig_path), port=self.proxy.port, token=token, owner_namespace=namespace
+            )
+            request = RunRequest(
+                ident=ident,
+                private_data_dir=self._input_dir(namespace, name),
+                extravars=build_extra_vars(obj, self.watch, finalizing=finalizing),
+                kubeconfig=kubeconfig_path,
+                playbook=playbook,
+                role=role,
+                verbosity=run_verbosity,
+                rotate_artifacts=rotate,
+                ansible_args=self.settings.ansible_args,
+                timeout=self.watch.run_timeout or self.settings.ansible_run_timeout,
+                extra_env=dict(self._extra_env()),
+            )
+            event_logger = EventLogger(
+                self._log_events,
+                logger=runner_log,
+                ident=ident,
+                gvk=str(gvk),
+                verbosity=log_verbosity(
+                    annotations, self.settings.environ.get("ANSIBLE_VERBOSITY")
+                ),
+            )
+            result = await self.runner.run(request, on_event=event_logger)
+            if self.metrics is not None:
+                self.metrics.observe_run(str(gvk), result.duration, result.ok)
+        finally:
+            self.proxy.unregister(token)
+            with contextlib.suppress(OSError):
+                os.unlink(kubeconfig_path)
+        self._log_result(result, ident=ident, namespace=namespace, name=name)
+        return result
+
+    def forget(self, namespace: str, name: str) -> None:
+        """The object is gone: its runner input dir and artifacts go with it."""
+        remove_input_dir(self._input_dir(namespace, name), base=self.runner_base)
+
+    def _input_dir(self, namespace: str, name: str) -> Path:
+        gvk = self.watch.gvk
+        return input_dir_path(
+            gvk.group, gvk.version, gvk.kind, namespace, name, base=self.runner_base
+        )
+
+    def _log_result(self, result: RunResult, *, ident: str, namespace: str, name: str) -> None:
+        where = {"gvk": str(self.watch.gvk), "name": name, "namespace": namespace, "ident": ident}
+        log_stats_stdout(runner_log, result.outcome.stats_stdout, **where)
+        for warning in result.outcome.warnings:
+            runner_log.warning(warning, extra={"job": ident})
+        if self.settings.ansible_debug_logs:
+            log_debug_result(runner_log, result.stdout_path, **where)

@@ -1,0 +1,243 @@
+"""The image built from the repository's Dockerfile, and the operator running from it in-cluster
+style against the local cluster, with only the ServiceAccount credentials of ``config/``."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client
+
+from ansible_operator import __version__
+from ansible_operator.devcluster import binaries, deploy
+from tests.e2e.waiting import wait_until
+from tests.image.pod import PodmanPod, service_account_dir
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = sorted((REPO / "config" / "samples").glob("*_*.yaml"))
+ENTRYPOINT = ["/usr/bin/tini", "--", "ansible-operator", "run", "--watches-file=./watches.yaml"]
+MAX_SIZE_MIB = 700  # measured 516 MiB: ansible-core, kubernetes.core and the Python client
+
+
+def in_image(podman, built_image, *argv: str) -> str:
+    done = podman.run("run", "--rm", "--read-only", "--entrypoint", argv[0], built_image, *argv[1:])
+    return done.stdout
+
+
+def test_image_runs_the_operator_as_non_root(podman, built_image):
+    config = json.loads(podman.run("image", "inspect", built_image).stdout)[0]["Config"]
+    assert config["User"] == "1001"
+    assert config["Entrypoint"] == ENTRYPOINT
+    assert config["WorkingDir"] == "/opt/ansible"
+    assert in_image(podman, built_image, "id", "-u").strip() == "1001"
+
+
+def test_image_reports_its_versions(podman, built_image):
+    assert f'ansible-operator version: "v{__version__}"' in in_image(
+        podman, built_image, "ansible-operator", "version"
+    )
+
+
+def test_image_has_the_collections_the_roles_need(podman, built_image):
+    listed = in_image(podman, built_image, "ansible-galaxy", "collection", "list")
+    needed = ["operator_sdk.util"] + [
+        c["name"] for c in yaml.safe_load((REPO / "requirements.yml").read_text())["collections"]
+    ]
+    assert "kubernetes.core" in needed
+    for collection in needed:
+        assert f"\n{collection} " in listed, f"{collection} missing from the image:\n{listed}"
+
+
+def test_image_size(podman, built_image):
+    size = int(podman.run("image", "inspect", "--format", "{{.Size}}", built_image).stdout)
+    assert size < MAX_SIZE_MIB * 2**20, f"{size / 2**20:.0f} MiB"
+
+
+@pytest.fixture
+def deployed(cluster, built_image) -> Iterator[list[dict]]:
+    """``config/default`` applied with the image named, as ``make deploy`` does; removed after
+    (but for the CRDs and the namespace objects other tests on the same cluster may use)."""
+    kubectl = binaries.find()["kubectl"]
+    manifests = deploy.render(kubectl, REPO, built_image)
+    deploy.apply(kubectl, cluster.kubeconfig, manifests)
+    docs = [d for d in yaml.safe_load_all(manifests) if d]
+    yield docs
+    kept = {"CustomResourceDefinition", "Namespace"}
+    rest = yaml.safe_dump_all([d for d in docs if d["kind"] not in kept])
+    deploy.delete(kubectl, cluster.kubeconfig, rest)
+
+
+def _find(docs: list[dict], kind: str) -> dict:
+    return next(d for d in docs if d["kind"] == kind)
+
+
+def _token(cluster, namespace: str, service_account: str) -> str:
+    with cluster.api_client() as api_client:
+        request = client.CoreV1Api(api_client).create_namespaced_service_account_token(
+            service_account, namespace, {"spec": {"expirationSeconds": 3600}}
+        )
+    return request.status.token
+
+
+def _condition(obj: dict, ctype: str) -> dict | None:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond["type"] == ctype:
+            return cond
+    return None
+
+
+def _apply_samples(cluster, namespace: str, samples: list[Path]) -> list[dict]:
+    applied = []
+    with cluster.api_client() as api_client:
+        crs = client.CustomObjectsApi(api_client)
+        for path in samples:
+            cr = yaml.safe_load(path.read_text())
+            group, version = cr["apiVersion"].split("/")
+            plural = cr["kind"].lower() + "s"
+            crs.create_namespaced_custom_object(group, version, namespace, plural, cr)
+            applied.append((group, version, plural, cr["metadata"]["name"]))
+    return applied
+
+
+def _get(cluster, namespace: str, ref) -> dict:
+    group, version, plural, name = ref
+    with cluster.api_client() as api_client:
+        return client.CustomObjectsApi(api_client).get_namespaced_custom_object(
+            group, version, namespace, plural, name
+        )
+
+
+@pytest.fixture
+def pod(podman, built_image, cluster) -> Iterator[PodmanPod]:
+    started = PodmanPod(podman, built_image, cluster.kubeconfig)
+    yield started
+    if started.running() is False:
+        print(started.logs())
+    started.remove()
+
+
+def test_every_sample_reconciles_with_service_account_credentials(
+    cluster, namespace, deployed, pod, tmp_path
+):
+    deployment = _find(deployed, "Deployment")
+    account = _find(deployed, "ServiceAccount")["metadata"]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    secrets = service_account_dir(
+        tmp_path / "serviceaccount",
+        cluster.kubeconfig,
+        _token(cluster, account["namespace"], account["name"]),
+        account["namespace"],
+    )
+    # Only this test's namespace: other tests may share the cluster (the RBAC is cluster-wide).
+    pod.start(container, secrets, {"WATCH_NAMESPACE": namespace})
+    refs = _apply_samples(cluster, namespace, SAMPLES)
+
+    def all_successful():
+        assert pod.running(), pod.logs()
+        objs = [_get(cluster, namespace, ref) for ref in refs]
+        return all((_condition(o, "Successful") or {}).get("status") == "True" for o in objs)
+
+    wait_until(all_successful, what="every sample Successful", timeout=600, every=2)
+    print(f"operator memory at rest in the image: {pod.rss_bytes() / 2**20:.0f} MiB")
+
+
+def test_a_missing_rbac_rule_is_a_failure_naming_verb_and_resource(
+    cluster, namespace, deployed, pod, tmp_path
+):
+    """The manifests' rules without those for Deployments: the memcached sample fails saying so."""
+    rules = [
+        rule
+        for rule in _find(deployed, "ClusterRole")["rules"]
+        if "apps" not in rule.get("apiGroups", [])
+    ] + _find(deployed, "Role")["rules"]  # the leader election rules, here in this namespace
+    name = f"limited-{uuid.uuid4().hex[:6]}"
+    with cluster.api_client() as api_client:
+        rbac, core = client.RbacAuthorizationV1Api(api_client), client.CoreV1Api(api_client)
+        core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+        rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})
+        rbac.create_namespaced_role_binding(
+            namespace,
+            {
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            },
+        )
+    container = _find(deployed, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    secrets = service_account_dir(
+        tmp_path / "serviceaccount", cluster.kubeconfig, _token(cluster, namespace, name), namespace
+    )
+    pod.start(container, secrets, {"WATCH_NAMESPACE": namespace})
+    memcached = [p for p in SAMPLES if "memcached" in p.name]
+    (ref,) = _apply_samples(cluster, namespace, memcached)
+
+    def failure():
+        assert pod.running(), pod.logs()
+        return _condition(_get(cluster, namespace, ref), "Failure")
+
+    cond = wait_until(
+        lambda: (c := failure()) and c.get("status") == "True" and c, what="Failure", timeout=300
+    )
+    message = cond["message"]
+    assert "forbidden" in message.lower(), message
+    assert '"deployments"' in message, message
+    assert any(verb in message for verb in ("cannot get", "cannot create", "cannot list")), message
+
+
+def test_without_a_service_account_token_the_operator_exits_with_one_line(pod, tmp_path):
+    empty = tmp_path / "serviceaccount"
+    empty.mkdir()
+    pod.start({"args": []}, empty, {})
+    wait_until(lambda: not pod.running(), what="the operator to exit", timeout=120)
+    assert pod.exit_code() != 0
+    assert _error_lines(pod.logs()) == [
+        "ansible-operator run: no Kubernetes credentials: in a Pod (KUBERNETES_SERVICE_HOST is "
+        "set) but /var/run/secrets/kubernetes.io/serviceaccount/token does not exist: is a "
+        "ServiceAccount token mounted (automountServiceAccountToken)?"
+    ]
+
+
+def _error_lines(logs: str) -> list[str]:
+    """What the operator said besides its JSON log records: the one-line error, no traceback."""
+    return [line for line in logs.splitlines() if line.strip() and not line.startswith("{")]
+
+
+def test_with_a_wrong_ca_the_operator_exits_with_one_line(cluster, pod, tmp_path):
+    secrets = service_account_dir(tmp_path / "sa", cluster.kubeconfig, "x", "default")
+    ca_key = tmp_path / "other-ca.pem"
+    _other_ca(ca_key)
+    (secrets / "ca.crt").write_bytes(ca_key.read_bytes())
+    pod.start({"args": []}, secrets, {})
+    wait_until(lambda: not pod.running(), what="the operator to exit", timeout=120)
+    assert pod.exit_code() != 0
+    (line,) = _error_lines(pod.logs())
+    assert "certificate" in line.lower(), line
+
+
+def _other_ca(path: Path) -> None:
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "not the cluster's CA")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))

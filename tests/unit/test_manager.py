@@ -1,0 +1,162 @@
+"""The manager's wiring: a controller and a kopf handler per watch, dependents reaching their
+owners' controllers, the path flags and the user metrics URL reaching runs, all without a
+cluster (an in-memory API server and a scripted runner stand in)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_operator.core.watches import GVK, Watch
+from ansible_operator.kube.client import ResourceInfo
+from ansible_operator.kube.config import Credentials
+from ansible_operator.runner.versions import AnsibleVersions
+from ansible_operator.runtime import user_metrics
+from ansible_operator.runtime.controller import Controller
+from ansible_operator.runtime.flags import build_run_settings
+from ansible_operator.runtime.manager import Operator, prepare
+from tests.unit.fake_api import FakeApi
+from tests.unit.fake_runner import ScriptedRunner, succeeded
+
+THINGS = ResourceInfo("test.example.com", "v1", "Thing", "things", True)
+GADGETS = ResourceInfo("test.example.com", "v1", "Gadget", "gadgets", True)
+THING = Watch(gvk=GVK("test.example.com", "v1", "Thing"), role="/roles/thing")
+GADGET = Watch(gvk=GVK("test.example.com", "v1", "Gadget"), role="/roles/gadget")
+CREDS = Credentials(server="https://127.0.0.1:1", insecure=True)
+
+
+def make_operator(api: FakeApi, runner: ScriptedRunner | None, *argv: str) -> Operator:
+    settings = build_run_settings(
+        ["--metrics-bind-address=0", "--health-probe-bind-address=0", *argv],
+        {"PATH": os.environ.get("PATH", "")},
+    )
+    ansible = AnsibleVersions(core="2.18.6", runner="2.4.1", playbook="/x") if runner else None
+    return Operator(settings, [THING, GADGET], CREDS, client=api, runner=runner, ansible=ansible)  # type: ignore[arg-type]
+
+
+def api_with_thing() -> FakeApi:
+    api = FakeApi(THINGS, GADGETS)
+    api.create(
+        THINGS,
+        {
+            "apiVersion": "test.example.com/v1",
+            "kind": "Thing",
+            "metadata": {"name": "a", "namespace": "ns"},
+            "spec": {},
+        },
+    )
+    return api
+
+
+async def process_one(controller: Controller) -> None:
+    key = await controller.queue.get()
+    try:
+        await controller._process(key)
+    finally:
+        controller.queue.done(key)
+
+
+def test_each_watch_gets_a_controller_fed_by_a_kopf_event_handler() -> None:
+    op = make_operator(FakeApi(THINGS, GADGETS), ScriptedRunner([]))
+    assert [c.watch for c in op.controllers] == [THING, GADGET]
+    handlers = {h.id: h for h in op.registry._watching.get_all_handlers()}
+    assert set(handlers) == {"watch-thing.test.example.com-v1", "watch-gadget.test.example.com-v1"}
+
+    event = {"type": None, "object": {"metadata": {"name": "a", "namespace": "ns"}}}
+    asyncio.run(handlers["watch-gadget.test.example.com-v1"].fn(event=event, resource=None))
+    thing, gadget = op.controllers
+    assert (len(thing.queue), len(gadget.queue)) == (0, 1)
+
+
+def test_a_dependent_change_before_kopfs_first_event_reconciles_its_owner() -> None:
+    # kopf has delivered nothing yet: the owner kind is found by discovery, not from kopf.
+    api = api_with_thing()
+    runner = ScriptedRunner([succeeded()])
+    op = make_operator(api, runner)
+    thing = op.controllers[0]
+
+    op.dependents.owners[THING.gvk].enqueue(("ns", "a"))
+    assert len(thing.queue) == 1
+    asyncio.run(process_one(thing))
+
+    assert len(runner.requests) == 1
+    conditions = api.get_object(THINGS, "ns", "a")["status"]["conditions"]
+    assert {c["type"]: c["status"] for c in conditions}["Successful"] == "True"
+
+
+def test_runs_get_the_user_metrics_url_while_the_server_listens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(user_metrics.ADDRESS_ENV, "127.0.0.1:0")
+    api = api_with_thing()
+    runner = ScriptedRunner([succeeded()])
+    op = make_operator(api, runner)
+
+    async def scenario() -> str:
+        await op.user_metrics_server.start()
+        try:
+            op.controllers[0].enqueue(("ns", "a"))
+            await process_one(op.controllers[0])
+            return op.user_metrics_server.url
+        finally:
+            await op.user_metrics_server.stop()
+
+    url = asyncio.run(scenario())
+    assert runner.requests[0].extra_env == {user_metrics.URL_ENV: url}
+    assert user_metrics.URL_ENV not in os.environ
+
+
+def test_the_path_flags_reach_every_run_without_touching_os_environ(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("ANSIBLE_ROLES_PATH", raising=False)
+    op = make_operator(
+        FakeApi(), None, "--ansible-roles-path=/flag/roles", "--ansible-collections-path=/c"
+    )
+    assert op.runner.environ["ANSIBLE_ROLES_PATH"] == "/flag/roles"  # type: ignore[attr-defined]
+    assert op.runner.environ["ANSIBLE_COLLECTIONS_PATH"] == "/c"  # type: ignore[attr-defined]
+    assert "ANSIBLE_ROLES_PATH" not in os.environ
+
+
+@pytest.fixture
+def root_logging() -> Iterator[None]:
+    """`prepare` configures the process's logging; put it back for the other tests."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def test_watches_find_roles_on_the_roles_path_flag_without_os_environ(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, root_logging: None
+) -> None:
+    monkeypatch.delenv("ANSIBLE_ROLES_PATH", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "elsewhere" / "thing" / "tasks").mkdir(parents=True)
+    (tmp_path / "watches.yaml").write_text(
+        yaml.safe_dump(
+            [{"group": "test.example.com", "version": "v1", "kind": "Thing", "role": "thing"}]
+        )
+    )
+    kubeconfig = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(kubeconfig))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
+
+    _, watches, _ = prepare([f"--ansible-roles-path={tmp_path / 'elsewhere'}"])
+
+    assert watches[0].role == str(tmp_path / "elsewhere" / "thing")
+    assert "ANSIBLE_ROLES_PATH" not in os.environ

@@ -1,0 +1,475 @@
+"""The reconciler against an in-memory API server and a runner with scripted outcomes:
+finalizers, deletion mid-run, status conflicts, Events, terminal errors and the run session."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ansible_operator.core.watches import GVK, Finalizer, Watch
+from ansible_operator.kube.client import ResourceInfo
+from ansible_operator.kube.discovery import Discovery
+from ansible_operator.runner import FailedTask, RunnerError, RunRequest, RunResult
+from ansible_operator.runtime.flags import RunSettings
+from ansible_operator.runtime.reconcile import ReconcileError, Result, TerminalError
+from ansible_operator.runtime.reconciler import Reconciler
+from ansible_operator.runtime.session import RunSession
+from tests.unit.fake_api import FakeApi, Request
+from tests.unit.fake_runner import ScriptedRunner, failed, result, succeeded
+
+THINGS = ResourceInfo("test.example.com", "v1", "Thing", "things", True)
+FINALIZER = "test.example.com/cleanup"
+WATCH = Watch(gvk=GVK("test.example.com", "v1", "Thing"), role="/roles/thing")
+WITH_FINALIZER = Watch(
+    gvk=WATCH.gvk, role="/roles/thing", finalizer=Finalizer(FINALIZER, vars={"cleanup": True})
+)
+T0 = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
+
+
+class FakeProxy:
+    """Hands out a token per run and remembers which are still valid."""
+
+    port = 18888
+
+    def __init__(self) -> None:
+        self.valid: dict[str, str] = {}
+        self.issued = 0
+
+    def register(self, owner: Mapping[str, Any], watch: Watch) -> str:
+        self.issued += 1
+        token = f"token-{self.issued}"
+        self.valid[token] = owner["metadata"]["name"]
+        return token
+
+    def unregister(self, token: str) -> None:
+        del self.valid[token]
+
+
+@dataclass
+class World:
+    api: FakeApi
+    runner: ScriptedRunner
+    proxy: FakeProxy
+    reconciler: Reconciler
+    runner_base: Path
+
+    def reconcile(self, name: str = "a") -> Result:
+        return asyncio.run(self.reconciler(("ns", name)))
+
+    def obj(self, name: str = "a") -> dict[str, Any]:
+        return self.api.get_object(THINGS, "ns", name)
+
+    def condition(self, ctype: str, name: str = "a") -> dict[str, Any]:
+        [found] = [c for c in self.obj(name)["status"]["conditions"] if c["type"] == ctype]
+        return found
+
+    def events(self) -> list[tuple[str, str, str]]:
+        return [(e["type"], e["reason"], e["message"]) for e in self.api.events]
+
+    def input_dir(self, name: str = "a") -> Path:
+        return self.runner_base / "test.example.com" / "v1" / "Thing" / "ns" / name
+
+
+def world(
+    tmp_path: Path,
+    script: Iterable[RunResult | Exception],
+    *,
+    watch: Watch = WATCH,
+    during: Callable[[RunRequest], None] | None = None,
+    settings: RunSettings | None = None,
+    annotations: dict[str, str] | None = None,
+    finalizers: list[str] | None = None,
+    extra_env: Callable[[], Mapping[str, str]] = dict,
+) -> World:
+    api = FakeApi(THINGS)
+    meta: dict[str, Any] = {"name": "a", "namespace": "ns"}
+    if annotations:
+        meta["annotations"] = annotations
+    if finalizers:
+        meta["finalizers"] = finalizers
+    api.create(
+        THINGS,
+        {"apiVersion": "test.example.com/v1", "kind": "Thing", "metadata": meta, "spec": {}},
+    )
+    runner = ScriptedRunner(script, during=during)
+    proxy = FakeProxy()
+    session = RunSession(
+        watch,
+        runner=runner,
+        proxy=proxy,
+        settings=settings or RunSettings(),
+        runner_base=tmp_path,
+        extra_env=extra_env,
+    )
+
+    discovery = Discovery(api)
+
+    async def resource() -> ResourceInfo:
+        return await discovery.resource("test.example.com/v1", "Thing")
+
+    reconciler = Reconciler(
+        watch,
+        client=api,
+        session=session,
+        resource=resource,
+        reconcile_period=3600.0,
+        clock=lambda: T0,
+    )
+    return World(api, runner, proxy, reconciler, tmp_path)
+
+
+def make_input_dir(request: RunRequest) -> None:
+    """What a real runner does first: write the CR's input dir."""
+    Path(request.private_data_dir).mkdir(parents=True)
+
+
+# --- finalizers --------------------------------------------------------------------------------
+
+
+def test_a_first_reconcile_adds_the_finalizer_runs_the_role_and_writes_successful(tmp_path):
+    w = world(tmp_path, [succeeded()], watch=WITH_FINALIZER)
+
+    assert w.reconcile() == Result(requeue_after=3600.0)
+
+    obj = w.obj()
+    assert obj["metadata"]["finalizers"] == [FINALIZER]
+    [request] = w.runner.requests
+    assert request.role == "/roles/thing" and request.playbook is None
+    assert request.extravars["ansible_operator_meta"] == {"name": "a", "namespace": "ns"}
+    assert "cleanup" not in request.extravars  # finalizer vars only when finalizing
+    running, successful, failure = obj["status"]["conditions"]
+    assert (running["type"], running["status"], running["reason"]) == (
+        "Running",
+        "True",
+        "Successful",
+    )
+    assert running["ansibleResult"] == {
+        "ok": 2,
+        "changed": 1,
+        "skipped": 0,
+        "failures": 0,
+        "completion": "2026-01-02T03:04:05.5+00:00",
+    }
+    assert (successful["type"], successful["status"]) == ("Successful", "True")
+    assert (failure["type"], failure["status"]) == ("Failure", "False")
+    assert all(c["observedGeneration"] == 1 for c in obj["status"]["conditions"])
+    assert len(w.api.writes("PUT", "/status")) == 2  # Running, then the outcome
+    assert w.events() == []
+
+
+def test_a_finalizer_already_there_is_not_added_again(tmp_path):
+    w = world(tmp_path, [succeeded()], watch=WITH_FINALIZER, finalizers=["other", FINALIZER])
+    w.reconcile()
+    assert w.obj()["metadata"]["finalizers"] == ["other", FINALIZER]
+    assert w.api.writes("PATCH") == []
+
+
+def test_deletion_runs_the_finalizer_then_removes_it_and_the_cr_is_gone(tmp_path):
+    w = world(
+        tmp_path,
+        [succeeded()],
+        watch=WITH_FINALIZER,
+        finalizers=[FINALIZER],
+        during=make_input_dir,
+    )
+    w.api.delete(THINGS, "ns", "a")
+
+    assert w.reconcile() == Result()
+
+    [request] = w.runner.requests
+    assert request.extravars["cleanup"] is True  # the finalizer's vars
+    assert not w.api.exists(THINGS, "ns", "a")  # the last finalizer gone, so is the CR
+    assert w.input_dir().is_dir()
+    # The delete event's reconcile finds nothing and removes the CR's input dir.
+    assert w.reconcile() == Result()
+    assert not w.input_dir().exists()
+    assert len(w.runner.requests) == 1
+
+
+def test_a_failed_finalizer_run_keeps_the_finalizer_and_is_retried(tmp_path):
+    w = world(tmp_path, [failed()], watch=WITH_FINALIZER, finalizers=[FINALIZER])
+    w.api.delete(THINGS, "ns", "a")
+
+    with pytest.raises(ReconcileError, match="quota exceeded"):
+        w.reconcile()
+
+    assert w.obj()["metadata"]["finalizers"] == [FINALIZER]
+    assert w.condition("Failure")["status"] == "True"
+
+
+def test_a_deleted_cr_without_our_finalizer_is_not_run(tmp_path):
+    w = world(tmp_path, [], watch=WITH_FINALIZER, finalizers=["someone-else"])
+    w.api.delete(THINGS, "ns", "a")
+    assert w.reconcile() == Result()
+    assert w.runner.requests == []
+
+
+def test_a_finalizer_patch_on_a_stale_object_fails_and_nothing_runs(tmp_path):
+    w = world(tmp_path, [], watch=WITH_FINALIZER)
+
+    def another_writer(request: Request) -> None:
+        if request.method == "PATCH":
+            w.api.edit(THINGS, "ns", "a", lambda o: o["metadata"].update(labels={"x": "y"}))
+
+    w.api.before.append(another_writer)
+    with pytest.raises(ReconcileError, match="adding the finalizer: 422"):
+        w.reconcile()
+    assert w.runner.requests == []
+    assert "finalizers" not in w.obj()["metadata"]
+
+
+# --- deletion during a run ---------------------------------------------------------------------
+
+
+def test_a_cr_deleted_during_its_run_gets_no_outcome_and_its_input_dir_goes(tmp_path):
+    def delete_it(request: RunRequest) -> None:
+        make_input_dir(request)
+        w.api.delete(THINGS, "ns", "a")
+
+    w = world(tmp_path, [succeeded()], during=delete_it)
+
+    assert w.reconcile() == Result()
+
+    assert len(w.api.writes("PUT", "/status")) == 1  # Running only; nothing to write after
+    assert not w.input_dir().exists()
+
+
+def test_a_cr_deleted_during_its_run_gets_its_finalizer_run_at_once(tmp_path):
+    runs = iter([lambda: w.api.delete(THINGS, "ns", "a"), lambda: None])
+    w = world(
+        tmp_path,
+        [succeeded(), succeeded()],
+        watch=WITH_FINALIZER,
+        during=lambda request: next(runs)(),
+    )
+
+    assert w.reconcile() == Result(requeue_after=0.0)  # not upstream's 5 s
+    assert w.reconcile() == Result()
+
+    first, second = w.runner.requests
+    assert "cleanup" not in first.extravars and second.extravars["cleanup"] is True
+    assert not w.api.exists(THINGS, "ns", "a")
+
+
+def test_a_cr_that_is_gone_is_not_run(tmp_path):
+    w = world(tmp_path, [])
+    assert w.reconcile("never-was") == Result()
+    assert w.runner.requests == []
+
+
+# --- status -------------------------------------------------------------------------------------
+
+
+def test_a_status_conflict_is_retried_as_a_write_without_re_running_the_role(tmp_path):
+    w = world(tmp_path, [succeeded()])
+    done = []
+
+    def role_writes_status_first(request: Request) -> None:
+        # The outcome's PUT (the second) finds the object changed by a k8s_status task.
+        second_put = request.path.endswith("/status") and len(w.api.writes("PUT", "/status")) == 2
+        if second_put and not done:
+            done.append(True)
+            w.api.edit(THINGS, "ns", "a", lambda o: o["status"].update(phase="Ready"))
+
+    w.api.before.append(role_writes_status_first)
+
+    assert w.reconcile() == Result(requeue_after=3600.0)
+
+    assert len(w.runner.requests) == 1
+    assert len(w.api.writes("PUT", "/status")) == 3  # Running, the 409, the retry
+    assert w.obj()["status"]["phase"] == "Ready"  # the other writer's change is kept
+    assert w.condition("Successful")["status"] == "True"
+
+
+def test_a_timed_out_run_is_a_failure_that_says_so(tmp_path):
+    timed_out = result(failures=[FailedTask("", "run timed out after 5s")], timed_out=True)
+    w = world(tmp_path, [timed_out])
+    with pytest.raises(ReconcileError, match="timed out"):
+        w.reconcile()
+    failure = w.condition("Failure")
+    assert (failure["status"], failure["reason"]) == ("True", "Timeout")
+    assert failure["message"] == "run timed out after 5s"
+
+
+def test_a_run_without_stats_has_no_ansible_result(tmp_path):
+    # What the runner reports when Ansible died before its stats event.
+    missing = result(
+        failures=[FailedTask("", "did not receive playbook_on_stats event")], stats_received=False
+    )
+    w = world(tmp_path, [missing])
+    with pytest.raises(ReconcileError):
+        w.reconcile()
+    assert "ansibleResult" not in w.condition("Failure")
+
+
+def test_without_manage_status_nothing_is_written_but_failures_still_post_events(tmp_path):
+    watch = Watch(gvk=WATCH.gvk, role="/roles/thing", manage_status=False)
+    w = world(tmp_path, [succeeded(), failed()], watch=watch)
+    w.reconcile()
+    with pytest.raises(ReconcileError):
+        w.reconcile()
+    assert w.api.writes("PUT") == []
+    assert [e[:2] for e in w.events()] == [("Warning", "ReconcileFailed")]
+
+
+# --- Events ----------------------------------------------------------------------------------
+
+
+def test_a_failure_posts_a_warning_and_the_recovery_a_normal_event_once(tmp_path):
+    w = world(tmp_path, [failed(), succeeded(), succeeded()])
+
+    with pytest.raises(ReconcileError, match="task 'create thing' failed: quota exceeded"):
+        w.reconcile()
+    failure = w.condition("Failure")
+    assert (failure["status"], failure["reason"], failure["message"]) == (
+        "True",
+        "Failed",
+        "quota exceeded",
+    )
+    assert w.condition("Successful")["status"] == "False"
+    assert w.events() == [
+        ("Warning", "ReconcileFailed", "task 'create thing' failed: quota exceeded")
+    ]
+
+    w.reconcile()
+    w.reconcile()
+    assert w.events()[1:] == [
+        ("Normal", "ReconcileSucceeded", "Reconciliation succeeded again after failing")
+    ]
+    event = w.api.events[1]
+    assert event["involvedObject"]["name"] == "a" and event["metadata"]["namespace"] == "ns"
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("manage_status", [True, False])
+def test_a_bad_period_annotation_is_a_terminal_error_in_status_and_an_event(
+    tmp_path, manage_status
+):
+    watch = Watch(gvk=WATCH.gvk, role="/roles/thing", manage_status=manage_status)
+    w = world(tmp_path, [], watch=watch, annotations={PERIOD_ANNOTATION: "soon"})
+    message = 'Unable to parse reconcile period annotation: time: invalid duration "soon"'
+
+    with pytest.raises(TerminalError) as raised:
+        w.reconcile()
+
+    assert str(raised.value) == message
+    assert w.runner.requests == []
+    failure = w.condition("Failure")  # upstream's markError, even without manage_status
+    assert (failure["status"], failure["message"]) == ("True", message)
+    assert w.events() == [("Warning", "ReconcileFailed", message)]
+
+
+def test_a_runner_that_cannot_start_is_marked_and_retried(tmp_path):
+    w = world(tmp_path, [RunnerError("ansible-runner: not found")])
+    with pytest.raises(ReconcileError, match="Unable to run reconciliation: ansible-runner"):
+        w.reconcile()
+    assert (
+        w.condition("Failure")["message"]
+        == "Unable to run reconciliation: ansible-runner: not found"
+    )
+    assert w.proxy.valid == {}  # the run's token is revoked however the run ends
+
+
+def test_an_unreachable_api_server_is_retried(tmp_path):
+    w = world(tmp_path, [])
+    w.api.unreachable = True
+    with pytest.raises(ReconcileError, match="connection refused"):
+        w.reconcile()
+
+
+def test_a_kind_the_api_server_does_not_serve_is_retried(tmp_path):
+    w = world(tmp_path, [])
+    w.api.resources.clear()
+    with pytest.raises(ReconcileError, match="discovery of Thing: 404"):
+        w.reconcile()
+
+
+# --- requeue -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("annotations", "outcome", "expected"),
+    [
+        (None, succeeded(), 3600.0),  # --reconcile-period
+        ({PERIOD_ANNOTATION: "5m"}, succeeded(), 300.0),
+        ({PERIOD_ANNOTATION: "0s"}, succeeded(), None),
+        ({PERIOD_ANNOTATION: "5m"}, succeeded(requeue_after=30.0), 30.0),  # the role's wins
+    ],
+)
+def test_the_next_run(tmp_path, annotations, outcome, expected):
+    w = world(tmp_path, [outcome], annotations=annotations)
+    assert w.reconcile() == Result(requeue_after=expected)
+
+
+def test_the_runs_warnings_reach_the_log(tmp_path, caplog):
+    warning = "requeue_after task 'wait': time: invalid duration \"soon\""
+    w = world(tmp_path, [succeeded(warnings=[warning])])
+    with caplog.at_level(logging.WARNING, logger="runner"):
+        w.reconcile()
+    assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
+        ("runner", logging.WARNING, warning)
+    ]
+
+
+# --- the run session ---------------------------------------------------------------------------
+
+
+def test_a_run_gets_its_own_token_and_kubeconfig_and_both_go_with_it(tmp_path):
+    seen: dict[str, Any] = {}
+
+    def look(request: RunRequest) -> None:
+        seen["kubeconfig"] = yaml.safe_load(Path(request.kubeconfig).read_text())
+        seen["valid"] = dict(w.proxy.valid)
+
+    w = world(tmp_path, [succeeded()], during=look)
+    w.reconcile()
+
+    [request] = w.runner.requests
+    kubeconfig = seen["kubeconfig"]
+    assert kubeconfig["clusters"][0]["cluster"]["server"] == "http://127.0.0.1:18888"
+    assert kubeconfig["users"][0]["user"]["token"] == "token-1"
+    assert kubeconfig["current-context"] == "ns/proxy-server"
+    assert seen["valid"] == {"token-1": "a"}
+    assert w.proxy.valid == {}
+    assert not Path(request.kubeconfig).exists()
+
+
+def test_the_run_request_takes_the_flags_the_watch_and_the_annotations(tmp_path):
+    settings = RunSettings(ansible_args="'--check'", ansible_verbosity=2, ansible_run_timeout=60.0)
+    watch = Watch(gvk=WATCH.gvk, role="/roles/thing", run_timeout=5.0, max_runner_artifacts=20)
+    annotations = {
+        "ansible.sdk.operatorframework.io/verbosity": "4",
+        "ansible.sdk.operatorframework.io/max-runner-artifacts": "3",
+    }
+    w = world(
+        tmp_path,
+        [succeeded(), succeeded()],
+        watch=watch,
+        settings=settings,
+        annotations=annotations,
+        extra_env=lambda: {"ANSIBLE_OPERATOR_USER_METRICS_URL": "http://127.0.0.1:5050/metrics"},
+    )
+    w.reconcile()
+    w.api.edit(THINGS, "ns", "a", lambda o: o["metadata"].pop("annotations"))
+    w.reconcile()
+
+    annotated, plain = w.runner.requests
+    assert annotated.ansible_args == "'--check'"  # as given; the input dir strips the quotes
+    assert (annotated.verbosity, annotated.rotate_artifacts) == (4, 3)
+    assert (plain.verbosity, plain.rotate_artifacts) == (2, 20)
+    assert annotated.timeout == 5.0  # the watch's runTimeout beats --ansible-run-timeout
+    assert annotated.extra_env == {
+        "ANSIBLE_OPERATOR_USER_METRICS_URL": "http://127.0.0.1:5050/metrics"
+    }
+    assert annotated.private_data_dir == w.input_dir()
