@@ -339,7 +339,9 @@ def prepare(argv: Sequence[str]) -> tuple[RunSettings, list[Watch], Credentials]
         log.info(warning)
     log.info("Version", extra={"version": __version__, "python": sys.version.split()[0]})
     try:
-        watches = load_watches(settings.watches_file, environ=settings.ansible_environ())
+        watches = load_watches(
+            settings.watches_file, environ=settings.ansible_environ(), warn=log.warning
+        )
     except WatchesError as err:
         raise StartupError(f"Failed to load watches: {err}") from None
     try:
