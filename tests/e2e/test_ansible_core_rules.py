@@ -12,7 +12,9 @@ from importlib.metadata import version
 
 import pytest
 
-from .conftest import ROLES, condition, config_map_data, install_crds, new_cr, wait_condition
+from .crds import install_crds, kind_crd
+from .operators import ROLES
+from .resources import condition, config_map_data, new_cr, wait_condition
 from .waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -32,7 +34,8 @@ def line_of(text: str) -> int:
 
 @pytest.fixture
 def legacy(cluster, operator, crs):
-    install_crds(cluster, ["Legacy"])
+    with cluster.api_client() as api_client:
+        install_crds(api_client, [kind_crd("Legacy")])
     operator.write_watches([{"kind": "Legacy", "role": "legacy"}])
     return operator
 
