@@ -216,7 +216,8 @@ def test_upstream_layout_and_environment(dockerfile):
         assert any(c == needed or c.startswith(needed + "/") for c in copied), needed
     # operator_sdk.util comes with the package, in site-packages: the prune of the `ansible`
     # package's collections must keep it.
-    (prune,) = [i for s in stages for i in s.all("RUN") if "site-packages/ansible_collections" in i.args]
+    runs = [i for stage in stages for i in stage.all("RUN")]
+    (prune,) = [i for i in runs if "site-packages/ansible_collections" in i.args]
     assert "echo operator_sdk/util" in prune.args
 
 
