@@ -8,6 +8,8 @@ and kubernetes.core from the `ansible` dependency, found in site-packages/ansibl
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +18,7 @@ import pytest
 import yaml
 
 from .crds import GROUP, VERSION, install_crds, kind_crd
-from .resources import new_cr
+from .resources import new_cr, wait_condition
 
 pytestmark = pytest.mark.e2e
 
@@ -66,9 +68,15 @@ def test_ansible_galaxy_lists_both_collections_in_the_venv(venv, user):
     assert any(s.startswith(site) and "kubernetes.core" in s for s in sections), listed
 
 
-def test_a_playbook_sets_a_status_with_the_wheels_k8s_status(venv, user, cluster, namespace, crs):
+@pytest.fixture
+def wheeled_crd(cluster) -> None:
     with cluster.api_client() as api_client:
         install_crds(api_client, [kind_crd(KIND)])
+
+
+def test_a_playbook_sets_a_status_with_the_wheels_k8s_status(
+    venv, user, cluster, namespace, crs, wheeled_crd
+):
     crs.create_namespaced_custom_object(
         GROUP, VERSION, namespace, "wheeleds", new_cr(KIND, "w1", {})
     )
@@ -98,3 +106,57 @@ def test_a_playbook_sets_a_status_with_the_wheels_k8s_status(venv, user, cluster
     assert "changed=1" in out and "failed=0" in out, out
     cr = crs.get_namespaced_custom_object(GROUP, VERSION, namespace, "wheeleds", "w1")
     assert cr["status"]["fromWheel"] == "yes"
+
+
+def test_the_wheels_operator_runs_a_role_that_sets_a_status(
+    venv, user, cluster, namespace, crs, wheeled_crd
+):
+    project = user["cwd"]
+    tasks = project / "roles/wheeled/tasks"
+    tasks.mkdir(parents=True)
+    status = {
+        "api_version": f"{GROUP}/{VERSION}",
+        "kind": KIND,
+        "name": "{{ ansible_operator_meta.name }}",
+        "namespace": "{{ ansible_operator_meta.namespace }}",
+        "status": {"fromWheel": "{{ message }}"},
+    }
+    (tasks / "main.yml").write_text(yaml.safe_dump([{"operator_sdk.util.k8s_status": status}]))
+    watches = [{"group": GROUP, "version": VERSION, "kind": KIND, "role": "wheeled"}]
+    (project / "watches.yaml").write_text(yaml.safe_dump(watches))
+    env = dict(
+        user["env"],
+        KUBECONFIG=str(cluster.kubeconfig),
+        WATCH_NAMESPACE=namespace,
+        ANSIBLE_ROLES_PATH=str(project / "roles"),
+        ANSIBLE_OPERATOR_USER_METRICS_ADDRESS="127.0.0.1:0",
+    )
+    argv = [
+        str(venv / "bin/ansible-operator"),
+        "run",
+        "--watches-file=./watches.yaml",
+        "--metrics-bind-address=0",
+        "--health-probe-bind-address=0",
+        "--proxy-port=0",
+    ]
+    log = project / "operator.log"
+    with log.open("wb") as out:
+        operator = subprocess.Popen(
+            argv, cwd=project, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        crs.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, "wheeleds", new_cr(KIND, "w2", {"message": "hello"})
+        )
+        cr = wait_condition(crs, namespace, KIND, "w2", "Successful", timeout=300)
+        assert cr["status"]["fromWheel"] == "hello"
+    finally:
+        operator.send_signal(signal.SIGTERM)
+        try:
+            code = operator.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(operator.pid, signal.SIGKILL)
+            raise
+        finally:
+            print(f"---- operator log ----\n{log.read_text(errors='replace')[-20000:]}")
+    assert code == 0, "a clean exit on SIGTERM"
