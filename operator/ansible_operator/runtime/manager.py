@@ -4,9 +4,10 @@ Start-up validates everything a user can get wrong (flags, watches.yaml, credent
 anything starts, and reports each problem in one line with exit code 1. Then one kopf
 ``on.event`` handler per watch feeds its controller; kopf owns the API watches (listing,
 reconnects, namespaces) and writes nothing to the objects, since only ``on.event`` is used.
-SIGINT and SIGTERM stop the watches, cancel running reconciles (their Ansible processes are
-killed) and exit. With ``--leader-elect`` only the replica holding the Lease watches and
-reconciles (runtime/leader.py); every replica serves the probes, metrics and proxy.
+SIGINT and SIGTERM start a graceful shutdown (``shutdown.py``): no new run, the running ones
+get ``--graceful-shutdown-timeout``, then the rest are interrupted; the watches stop last.
+With ``--leader-elect`` only the replica holding the Lease watches and reconciles
+(runtime/leader.py); every replica serves the probes, metrics and proxy.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import kopf
@@ -50,6 +50,13 @@ from ansible_operator.runtime.leader import (
 from ansible_operator.runtime.metrics import EndpointError, Endpoints, OperatorMetrics
 from ansible_operator.runtime.reconciler import Reconciler
 from ansible_operator.runtime.session import RunSession
+from ansible_operator.runtime.shutdown import (
+    RunGate,
+    drain,
+    handle_signals,
+    on_stop_signal,
+    run_kopf,
+)
 from ansible_operator.runtime.user_metrics import (
     UserMetrics,
     UserMetricsServer,
@@ -88,6 +95,7 @@ class Operator:
         self.runner = runner or ColdRunner(environ=settings.ansible_environ())
         self.registry = kopf.OperatorRegistry()
         self.metrics = OperatorMetrics()
+        self.gate = RunGate()  # every run passes it; closed and interrupted at shutdown
         self.user_metrics = UserMetrics()
         self.user_metrics_server = UserMetricsServer(self.user_metrics)
         try:
@@ -152,6 +160,7 @@ class Operator:
             session=session,
             resource=resource,
             reconcile_period=self.settings.reconcile_period,
+            gate=self.gate,
         )
         controller = Controller(
             watch, reconciler, workers=self.settings.max_concurrent_reconciles_for(gvk)
@@ -224,20 +233,26 @@ class Operator:
             self.runner.kill_grace = 0.0
 
     async def _run_controllers(self, stop: asyncio.Event) -> None:
-        """The workers and kopf's watches, until a stop or until one of them crashes."""
+        """The workers and kopf's watches, until a stop (then a graceful drain) or a crash."""
         workers = [asyncio.create_task(c.run()) for c in self.controllers]
-        kopf_task = asyncio.create_task(self._watch(stop))
+        stopped = asyncio.create_task(stop.wait())
+        watches_stop = asyncio.Event()  # kopf stops after the drain, not on the signal
+        kopf_task = asyncio.create_task(
+            self._watch(watches_stop, on_signal=on_stop_signal(stop, self.gate))
+        )
+        tasks = [stopped, kopf_task, *workers]
         try:
-            done, _ = await asyncio.wait([kopf_task, *workers], return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 task.result()  # a crashed part ends the operator, loudly
             timeout = self.settings.graceful_shutdown_timeout
-            await asyncio.gather(*(c.drain(timeout) for c in self.controllers))
+            await drain(self.controllers, self.gate, timeout=timeout)
         finally:
             stop.set()
-            for task in [*workers, kopf_task]:
+            watches_stop.set()
+            for task in tasks:
                 task.cancel()
-            for task in [*workers, kopf_task]:
+            for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
@@ -261,12 +276,13 @@ class Operator:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), delay)
 
-    async def _watch(self, stop: asyncio.Event) -> None:
+    async def _watch(self, stop: asyncio.Event, *, on_signal: Callable[[], None]) -> None:
         """kopf's watches; restarted if they ever give up (a very long API outage, say)."""
         namespaces = self.settings.watch_namespaces
         while not stop.is_set():
             try:
-                await kopf.operator(
+                await run_kopf(
+                    on_signal=on_signal,
                     registry=self.registry,
                     settings=self.kopf_settings(),
                     standalone=True,
@@ -344,9 +360,7 @@ def main(argv: Sequence[str]) -> int:
 
 async def _serve(operator: Operator) -> int:
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    handle_signals(on_stop_signal(stop, operator.gate))
     await operator.run(stop)
     log.info("Stopped")
     return 0
