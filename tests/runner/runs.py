@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ansible_operator.runner import RunRequest
 
+REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
 PLAYBOOKS = DATA / "playbooks"
 ROLES = DATA / "roles"
