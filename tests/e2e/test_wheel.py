@@ -9,6 +9,7 @@ and kubernetes.core from the `ansible` dependency, found in site-packages/ansibl
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,8 +37,13 @@ def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtualenv with only the built wheel (and its dependencies) installed."""
     work = tmp_path_factory.mktemp("wheel")
+    # The sources the build needs (as the Dockerfile copies them), without the egg-info an
+    # editable install leaves: its SOURCES.txt would add files the package data may lack.
+    shutil.copy(REPO / "pyproject.toml", work / "pyproject.toml")
+    leftovers = shutil.ignore_patterns("*.egg-info", "__pycache__")
+    shutil.copytree(REPO / "operator", work / "operator", ignore=leftovers)
     # sdist, then the wheel from it: the wheel holds only what the sdist carries.
-    run([sys.executable, "-m", "build", "--outdir", str(work / "dist"), str(REPO)], timeout=900)
+    run([sys.executable, "-m", "build", "--outdir", str(work / "dist"), str(work)], timeout=900)
     (wheel,) = (work / "dist").glob("*.whl")
     run([sys.executable, "-m", "venv", str(work / "venv")], timeout=300)
     run([str(work / "venv/bin/pip"), "install", "--quiet", str(wheel)], timeout=1800)
