@@ -22,11 +22,13 @@ RUN pip install . \
     && ansible-operator version \
     && mkdir -p /opt/ansible/collections
 # The `ansible` package bundles about fifty collections (500 MiB); keep those requirements.yml
-# names (kubernetes.core). A project whose roles need a collection that package lacks adds, in a
-# networked build: RUN ansible-galaxy collection install -r requirements.yml -p /opt/ansible/collections
+# names (kubernetes.core) and operator_sdk.util, which this package installs beside them. A
+# project whose roles need a collection that package lacks adds, in a networked build:
+# RUN ansible-galaxy collection install -r requirements.yml -p /opt/ansible/collections
 COPY requirements.yml ./
 RUN set -eu; cd /opt/venv/lib/python3*/site-packages/ansible_collections; \
-    keep="$(sed -n 's/^ *- name: *\([a-z0-9_]*\)\.\([a-z0-9_]*\).*/\1\/\2/p' /src/requirements.yml)"; \
+    keep="$(sed -n 's/^ *- name: *\([a-z0-9_]*\)\.\([a-z0-9_]*\).*/\1\/\2/p' /src/requirements.yml; \
+      echo operator_sdk/util)"; \
     for dir in */*/; do \
       name="$(echo "${dir%/}" | sed 's/-[^/]*\.info$//')"; \
       echo "$keep" | grep -qx "$name" || rm -rf "$dir"; \
@@ -54,7 +56,6 @@ ENV HOME=/opt/ansible \
     ANSIBLE_REMOTE_TEMP=/tmp/ansible/remote
 COPY --from=builder /opt/venv /opt/venv
 COPY --from=builder /opt/ansible/collections /opt/ansible/collections
-COPY collections/ansible_collections/operator_sdk/ /opt/ansible/collections/ansible_collections/operator_sdk/
 COPY requirements.yml watches.yaml /opt/ansible/
 COPY roles/ /opt/ansible/roles/
 COPY playbooks/ /opt/ansible/playbooks/

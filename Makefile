@@ -39,11 +39,11 @@ run: $(STAMP)  ## the local cluster, and the operator with the example CRs
 	$(OPERATOR) dev run --namespace=$(RUN_NAMESPACE)
 
 lint: $(STAMP)
-	$(BIN)/ruff check operator tests collections
-	$(BIN)/ruff format --check operator tests collections
+	$(BIN)/ruff check operator tests
+	$(BIN)/ruff format --check operator tests
 	$(BIN)/mypy
 	cd operator && ../$(BIN)/lint-imports --config ../pyproject.toml  # layers import only downward
-	MYPYPATH=collections $(BIN)/mypy --explicit-package-bases --namespace-packages \
+	MYPYPATH=operator $(BIN)/mypy --explicit-package-bases --namespace-packages \
 		-p ansible_collections.operator_sdk.util
 	$(OPERATOR) generate crds --check  # the CRDs in config/crd/bases match the roles
 	$(BIN)/pytest -q tests/unit/test_dockerfile.py  # the Dockerfile's essentials, before a build

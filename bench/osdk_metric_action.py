@@ -87,9 +87,10 @@ def main() -> None:
         (work / "play").mkdir()
         playbook = work / "play/metrics.yml"
         playbook.write_text(PLAYBOOK.format(calls=args.calls))
-        with_action = REPO / "collections"
+        # ANSIBLE_COLLECTIONS_PATH comes before the installed package's copy in Ansible's search.
+        with_action = REPO / "operator"
         modules_only = work / "modules_only"
-        shutil.copytree(with_action, modules_only)
+        shutil.copytree(with_action / "ansible_collections", modules_only / "ansible_collections")
         (
             modules_only / "ansible_collections/operator_sdk/util/plugins/action/osdk_metric.py"
         ).unlink()

@@ -58,7 +58,7 @@ class Operator:
         """Start it; with ``ready``, return once it answers on /readyz."""
         config = launcher.LaunchConfig(
             workdir=self.workdir,
-            project=REPO,  # the collections the test roles use
+            project=REPO,  # ANSIBLE_ROLES_PATH: the repository's roles/
             kubeconfig=self.kubeconfig,
             namespaces=self.namespaces,
             log=self.log_path,

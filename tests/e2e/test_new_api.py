@@ -23,7 +23,6 @@ from .waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
 VERSION = "v1alpha1"
 METRICS_ENV = {"ANSIBLE_OPERATOR_USER_METRICS_ADDRESS": "127.0.0.1:0"}
 
@@ -32,8 +31,6 @@ def scaffold(project: Path, group: str, kind: str, *extra: str) -> None:
     watches = project / "watches.yaml"
     if not watches.exists():
         watches.write_text("---\n# +kubebuilder:scaffold:watch\n")
-        # The project vendors operator_sdk.util as this repository does.
-        (project / "collections").symlink_to(REPO / "collections")
     args = ["new-api", "--watches-file", str(watches), "--group", group, "--version", VERSION]
     assert cli.main([*args, "--kind", kind, *extra]) == 0
 

@@ -1,7 +1,7 @@
 """Fixtures for tests that really run ansible-runner on this machine (no cluster needed).
 
-Every run gets its own private data dir under pytest's tmp_path, the repo's operator_sdk.util
-collection on ANSIBLE_COLLECTIONS_PATH, and a tag in its environment (RUNNER_TEST_TAG) so a test
+Every run gets its own private data dir under pytest's tmp_path (the operator_sdk.util collection
+comes with the installed package), and a tag in its environment (RUNNER_TEST_TAG) so a test
 can find the processes a run started by reading /proc, independently of the runner's own marker.
 """
 
@@ -15,7 +15,7 @@ import pytest
 
 from ansible_operator.runner import ColdRunner, RunRequest, new_ident
 
-from .runs import COLLECTIONS, TAG_ENV, MakeRequest
+from .runs import TAG_ENV, MakeRequest
 
 
 @pytest.fixture
@@ -32,7 +32,6 @@ def make_request(tmp_path: Path) -> MakeRequest:
 
     def make(**overrides: Any) -> RunRequest:
         extra_env = {
-            "ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS),
             TAG_ENV: uuid.uuid4().hex,
             **overrides.pop("extra_env", {}),
         }

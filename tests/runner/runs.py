@@ -15,7 +15,6 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
 PLAYBOOKS = DATA / "playbooks"
 ROLES = DATA / "roles"
-COLLECTIONS = REPO / "collections"
 TAG_ENV = "RUNNER_TEST_TAG"
 
 

@@ -66,7 +66,6 @@ def test_the_environment_names_the_cluster_namespaces_and_the_projects_ansible_p
     assert env["KUBECONFIG"] == str(tmp_path / "kubeconfig")
     assert env["WATCH_NAMESPACE"] == "ns1,ns2"
     assert env["ANSIBLE_ROLES_PATH"] == str(tmp_path / "project/roles")
-    assert env["ANSIBLE_COLLECTIONS_PATH"] == str(tmp_path / "project/collections")
     assert env["ANSIBLE_GATHERING"] == "explicit"
     assert env["ANSIBLE_OPERATOR_USER_METRICS_ADDRESS"] == "127.0.0.1:0"
     assert env["TMPDIR"] == str(tmp_path / "tmp")

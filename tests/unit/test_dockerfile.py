@@ -212,8 +212,13 @@ def test_upstream_layout_and_environment(dockerfile):
         if "from" not in i.flags_and_words()[0]
         for word in i.flags_and_words()[1][:-1]
     }
-    for needed in ("watches.yaml", "roles", "playbooks", "collections/ansible_collections"):
+    for needed in ("watches.yaml", "roles", "playbooks"):
         assert any(c == needed or c.startswith(needed + "/") for c in copied), needed
+    # operator_sdk.util comes with the package, in site-packages: the prune of the `ansible`
+    # package's collections must keep it.
+    runs = [i for stage in stages for i in stage.all("RUN")]
+    (prune,) = [i for i in runs if "site-packages/ansible_collections" in i.args]
+    assert "echo operator_sdk/util" in prune.args
 
 
 def test_every_copy_source_is_in_the_build_context(dockerfile):

@@ -15,7 +15,7 @@ import pytest
 
 MODULE = (
     Path(__file__).resolve().parents[2]
-    / "collections/ansible_collections/operator_sdk/util/plugins/modules/requeue_after.py"
+    / "operator/ansible_collections/operator_sdk/util/plugins/modules/requeue_after.py"
 )
 
 

@@ -11,9 +11,7 @@ from types import ModuleType
 import pytest
 import yaml
 
-COLLECTION = (
-    Path(__file__).resolve().parents[2] / "collections/ansible_collections/operator_sdk/util"
-)
+COLLECTION = Path(__file__).resolve().parents[2] / "operator/ansible_collections/operator_sdk/util"
 NOW = "2026-01-02T03:04:05Z"
 EARLIER = "2025-12-31T00:00:00Z"
 

@@ -38,7 +38,8 @@ class LaunchError(Exception):
 @dataclass(frozen=True)
 class LaunchConfig:
     """What to run: ``workdir`` holds the watches.yaml (``--watches-file`` is relative to it),
-    ``project`` the ``roles/`` and ``collections/`` its runs use."""
+    ``project`` the ``roles/`` its runs use (the operator_sdk.util collection is installed with
+    the package)."""
 
     workdir: Path
     project: Path
@@ -102,7 +103,6 @@ def environment(config: LaunchConfig, caller: Mapping[str, str]) -> dict[str, st
         WATCH_NAMESPACE=",".join(config.namespaces),
         ANSIBLE_GATHERING="explicit",
         ANSIBLE_ROLES_PATH=str(config.project / "roles"),
-        ANSIBLE_COLLECTIONS_PATH=str(config.project / "collections"),
         # An ephemeral port: operators launched side by side never compete for 5050.
         ANSIBLE_OPERATOR_USER_METRICS_ADDRESS="127.0.0.1:0",
     )

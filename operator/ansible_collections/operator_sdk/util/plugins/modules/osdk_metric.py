@@ -148,6 +148,7 @@ changed:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.operator_sdk.util.plugins.module_utils.metric import (
     ARGUMENT_SPEC,
     MUTUALLY_EXCLUSIVE,

@@ -12,6 +12,7 @@ from typing import Any
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+
 from ansible_collections.operator_sdk.util.plugins.module_utils.metric import (
     ARGUMENT_SPEC,
     MUTUALLY_EXCLUSIVE,
