@@ -47,10 +47,10 @@ lint: $(STAMP)
 		-p ansible_collections.operator_sdk.util
 	$(OPERATOR) generate crds --check  # the CRDs in config/crd/bases match the roles
 	$(BIN)/pytest -q tests/unit/test_dockerfile.py  # the Dockerfile's essentials, before a build
-	$(BIN)/yamllint --strict roles playbooks collections molecule config tests/e2e/roles \
+	$(BIN)/yamllint --strict roles playbooks operator/ansible_collections molecule config tests/e2e/roles \
 		watches.yaml requirements.yml .yamllint .ansible-lint
-	PATH="$(CURDIR)/$(BIN):$$PATH" ANSIBLE_COLLECTIONS_PATH="$(CURDIR)/collections" \
-		$(BIN)/ansible-lint roles playbooks collections molecule  # .ansible-lint says what and why
+	PATH="$(CURDIR)/$(BIN):$$PATH" \
+		$(BIN)/ansible-lint roles playbooks operator/ansible_collections molecule  # .ansible-lint: what, why
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit tests/runner $(PYTEST_ARGS)
