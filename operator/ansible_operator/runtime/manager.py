@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -48,6 +49,9 @@ from ansible_operator.runtime.leader import (
     election_config,
 )
 from ansible_operator.runtime.metrics import EndpointError, Endpoints, OperatorMetrics
+from ansible_operator.runtime.metrics_auth import MetricsAuth
+from ansible_operator.runtime.metrics_tls import MetricsCertError, serving_context
+from ansible_operator.runtime.readiness import API_CHECK_INTERVAL, Readiness
 from ansible_operator.runtime.reconciler import Reconciler
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.user_metrics import (
@@ -90,11 +94,17 @@ class Operator:
         self.metrics = OperatorMetrics()
         self.user_metrics = UserMetrics()
         self.user_metrics_server = UserMetricsServer(self.user_metrics)
+        self.readiness = Readiness()
+        if not settings.leader_elect:
+            self.readiness.acting()
         try:
             self.endpoints = Endpoints(
                 metrics_address=settings.metrics_bind_address,
                 probe_address=settings.health_probe_bind_address,
                 registries=[self.metrics.registry, self.user_metrics.registry],
+                ready=self.readiness.why_not_ready,
+                metrics_tls=self._metrics_tls(),
+                metrics_auth=MetricsAuth(self.client) if settings.metrics_require_rbac else None,
             )
         except ValueError as err:
             raise StartupError(str(err)) from None
@@ -129,6 +139,16 @@ class Operator:
         @kopf.on.login(registry=self.registry)
         def login(**_: Any) -> kopf.ConnectionInfo:
             return _connection_info(self.creds)
+
+    def _metrics_tls(self) -> ssl.SSLContext | None:
+        if not self.settings.metrics_secure:
+            return None
+        try:
+            context, source = serving_context(self.settings.metrics_cert_dir)
+        except MetricsCertError as err:
+            raise StartupError(str(err)) from None
+        log.info("Metrics certificate", extra={"source": source})
+        return context
 
     def _controller(self, watch: Watch) -> Controller:
         gvk = watch.gvk
@@ -204,6 +224,8 @@ class Operator:
                 servers.push_async_callback(server.stop)
             servers.push_async_callback(self.client.close)
             await self._wait_for_api_server(stop)
+            checking = asyncio.create_task(self._check_api_server(stop))
+            servers.push_async_callback(_cancel, checking)
             if self.leader is None:
                 await self._act(stop)
             else:
@@ -211,6 +233,7 @@ class Operator:
 
     async def _act(self, stop: asyncio.Event) -> None:
         """What only the leader does: dependent watches, controllers and kopf's watches."""
+        self.readiness.acting()
         async with contextlib.AsyncExitStack() as watches:
             if self.settings.inject_owner_ref:
                 await self.dependents.start()
@@ -226,7 +249,9 @@ class Operator:
     async def _run_controllers(self, stop: asyncio.Event) -> None:
         """The workers and kopf's watches, until a stop or until one of them crashes."""
         workers = [asyncio.create_task(c.run()) for c in self.controllers]
-        kopf_task = asyncio.create_task(self._watch(stop))
+        kopf_started = asyncio.Event()
+        kopf_task = asyncio.create_task(self._watch(stop, kopf_started))
+        confirming = asyncio.create_task(self._confirm_watches(stop, kopf_started))
         try:
             done, _ = await asyncio.wait([kopf_task, *workers], return_when=asyncio.FIRST_COMPLETED)
             for task in done:
@@ -235,6 +260,7 @@ class Operator:
             await asyncio.gather(*(c.drain(timeout) for c in self.controllers))
         finally:
             stop.set()
+            await _cancel(confirming)
             for task in [*workers, kopf_task]:
                 task.cancel()
             for task in [*workers, kopf_task]:
@@ -248,6 +274,7 @@ class Operator:
             delay = backoff.next_delay()
             try:
                 await self.client.get("/version")
+                self.readiness.api_answered()
                 return
             except UntrustedServer as err:  # a wrong CA does not heal by waiting
                 raise StartupError(str(err)) from err
@@ -261,8 +288,48 @@ class Operator:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), delay)
 
-    async def _watch(self, stop: asyncio.Event) -> None:
-        """kopf's watches; restarted if they ever give up (a very long API outage, say)."""
+    async def _check_api_server(self, stop: asyncio.Event) -> None:
+        """Tell readiness, every few seconds, whether the API server still answers."""
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), API_CHECK_INTERVAL)
+                return
+            try:
+                await asyncio.wait_for(self.client.get("/version"), API_CHECK_INTERVAL)
+                self.readiness.api_answered()
+            except (TimeoutError, ApiError, Unreachable, UntrustedServer) as err:
+                self.readiness.api_failed()
+                log.debug("API server check failed", extra={"error": str(err) or "timeout"})
+
+    async def _confirm_watches(self, stop: asyncio.Event, kopf_started: asyncio.Event) -> None:
+        """Readiness once kopf has started its watches and each watched kind can be listed
+        where it is watched, with these credentials (what a watch needs to establish)."""
+        await kopf_started.wait()
+        namespaces: list[str | None] = list(self.settings.watch_namespaces) or [None]
+        backoff = Backoff(base=1.0, cap=30.0)
+        for controller in self.controllers:
+            gvk = controller.watch.gvk
+            while not stop.is_set():
+                try:
+                    info = await self.discovery.resource(gvk.api_version, gvk.kind)
+                    for namespace in namespaces:
+                        await self.client.get(info.path(namespace), params={"limit": "1"})
+                    break
+                except (ApiError, Unreachable) as err:
+                    delay = backoff.next_delay()
+                    log.error(
+                        "Cannot list a watched kind",
+                        extra={"gvk": str(gvk), "error": str(err), "retry_in": delay},
+                    )
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), delay)
+        if not stop.is_set():
+            self.readiness.watches_established()
+            log.info("Watches established")
+
+    async def _watch(self, stop: asyncio.Event, started: asyncio.Event) -> None:
+        """kopf's watches; restarted if they ever give up (a very long API outage, say).
+        ``started`` is set once kopf has done its start-up and starts watching."""
         namespaces = self.settings.watch_namespaces
         while not stop.is_set():
             try:
@@ -273,6 +340,7 @@ class Operator:
                     clusterwide=not namespaces,
                     namespaces=list(namespaces),
                     stop_flag=stop,
+                    ready_flag=started,
                 )
             except Exception:
                 log.exception("The watches stopped; restarting them")
@@ -280,6 +348,12 @@ class Operator:
                     await asyncio.wait_for(stop.wait(), 5)
             else:
                 return
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def _connection_info(creds: Credentials) -> kopf.ConnectionInfo:

@@ -5,11 +5,15 @@ Metric names and labels are upstream's (``ansible_operator_build_info``,
 difference: the reconcile histogram measures the Ansible run itself, not its setup. The metrics
 endpoint serves these together with the user metrics that roles post; the probe endpoint answers
 ``/healthz`` and ``/readyz`` as upstream's does. A bind address of ``0`` turns an endpoint off.
+With ``--metrics-secure`` the metrics endpoint speaks HTTPS (runtime/metrics_tls.py), and with
+``--metrics-require-rbac`` each scrape passes the TokenReview/SubjectAccessReview filter
+(runtime/metrics_auth.py) first. ``/readyz`` answers what runtime/readiness.py decides.
 """
 
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Callable, Iterable
 
 from aiohttp import web
@@ -17,6 +21,7 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_late
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ansible_operator import __version__
+from ansible_operator.runtime.metrics_auth import MetricsAuth
 
 log = logging.getLogger("metrics")
 
@@ -68,12 +73,16 @@ class Endpoints:
         metrics_address: str,
         probe_address: str,
         registries: Iterable[CollectorRegistry],
-        ready: Callable[[], bool] = lambda: True,
+        ready: Callable[[], str | None] = lambda: None,
+        metrics_tls: ssl.SSLContext | None = None,  # None: plain HTTP
+        metrics_auth: MetricsAuth | None = None,  # None: anyone may scrape
     ) -> None:
         self._metrics_at = parse_bind_address(metrics_address)
         self._probes_at = parse_bind_address(probe_address)
         self._registries = list(registries)
         self._ready = ready
+        self._metrics_tls = metrics_tls
+        self._metrics_auth = metrics_auth
         self._runners: list[web.AppRunner] = []
 
     async def _metrics(self, _: web.Request) -> web.Response:
@@ -84,15 +93,17 @@ class Endpoints:
         return web.Response(text="ok")
 
     async def _readyz(self, _: web.Request) -> web.Response:
-        if self._ready():
+        why_not = self._ready()
+        if why_not is None:
             return web.Response(text="ok")
-        return web.Response(status=503, text="not ready")
+        return web.Response(status=503, text=f"not ready: {why_not}")
 
     async def start(self) -> None:
         if self._metrics_at:
-            app = web.Application()
+            auth = self._metrics_auth
+            app = web.Application(middlewares=[auth.middleware] if auth else [])
             app.router.add_get("/metrics", self._metrics)
-            await self._serve(app, self._metrics_at, "metrics")
+            await self._serve(app, self._metrics_at, "metrics", tls=self._metrics_tls)
         if self._probes_at:
             app = web.Application()
             for path in ("/healthz", "/healthz/ping", "/healthz/healthz"):
@@ -101,10 +112,17 @@ class Endpoints:
                 app.router.add_get(path, self._readyz)
             await self._serve(app, self._probes_at, "health probes")
 
-    async def _serve(self, app: web.Application, where: tuple[str, int], what: str) -> None:
+    async def _serve(
+        self,
+        app: web.Application,
+        where: tuple[str, int],
+        what: str,
+        *,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, where[0], where[1])
+        site = web.TCPSite(runner, where[0], where[1], ssl_context=tls)
         try:
             await site.start()
         except OSError as err:
@@ -113,7 +131,9 @@ class Endpoints:
                 f"{what}: cannot listen on {where[0]}:{where[1]}: {err.strerror}"
             ) from None
         self._runners.append(runner)
-        log.info(f"Serving {what}", extra={"address": f"{where[0]}:{where[1]}"})
+        log.info(
+            f"Serving {what}", extra={"address": f"{where[0]}:{where[1]}", "secure": bool(tls)}
+        )
 
     async def stop(self) -> None:
         for runner in self._runners:

@@ -1,0 +1,99 @@
+"""The metrics endpoint's TLS certificate with ``--metrics-secure``, as controller-runtime finds it.
+
+The certificate and key are ``tls.crt`` and ``tls.key`` in ``--metrics-cert-dir`` (by default
+``<temp-dir>/k8s-metrics-server/serving-certs``, controller-runtime's). When the default
+directory has no pair, a self-signed certificate for ``localhost``/``127.0.0.1`` is generated at
+start, as controller-runtime does: scrapes are encrypted, and Prometheus skips verification. A
+directory named on the command line must hold the pair: a missing file there is an error, not a
+silent fallback. HTTP/2 is not offered (``--enable-http2`` is refused), so ALPN says http/1.1.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import ssl
+import tempfile
+import time
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+CERT_NAME = "tls.crt"
+KEY_NAME = "tls.key"
+
+
+class MetricsCertError(Exception):
+    """The metrics certificate cannot be used; one line naming the file."""
+
+
+def default_cert_dir() -> Path:
+    return Path(tempfile.gettempdir()) / "k8s-metrics-server" / "serving-certs"
+
+
+def serving_context(cert_dir: str) -> tuple[ssl.SSLContext, str]:
+    """A server TLS context and where its certificate came from (a path, or "self-signed").
+
+    ``cert_dir`` is the flag's value; "" means the default directory, where a missing pair
+    means a self-signed certificate.
+    """
+    directory = Path(cert_dir) if cert_dir else default_cert_dir()
+    cert, key = directory / CERT_NAME, directory / KEY_NAME
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_alpn_protocols(["http/1.1"])
+    if cert.exists() and key.exists():
+        _load(context, cert, key)
+        return context, str(directory)
+    if cert_dir:
+        missing = cert if not cert.exists() else key
+        raise MetricsCertError(f"--metrics-cert-dir: {missing} does not exist")
+    cert_pem, key_pem = self_signed_pair()
+    with tempfile.TemporaryDirectory(prefix="metrics-cert-") as scratch:
+        cert, key = Path(scratch) / CERT_NAME, Path(scratch) / KEY_NAME
+        cert.write_bytes(cert_pem)
+        key.write_bytes(key_pem)
+        _load(context, cert, key)
+    return context, "self-signed"
+
+
+def _load(context: ssl.SSLContext, cert: Path, key: Path) -> None:
+    try:
+        context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as err:
+        raise MetricsCertError(
+            f"cannot load the metrics certificate {cert} with key {key}: {err}"
+        ) from None
+
+
+def self_signed_pair(host: str = "localhost") -> tuple[bytes, bytes]:
+    """A PEM certificate and key for ``host`` and 127.0.0.1, valid for a year."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{host}@{int(time.time())}")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=365))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(host), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem
