@@ -21,8 +21,9 @@ import yaml
 from ansible_operator.devcluster.processes import free_ports
 from ansible_operator.runtime.readiness import API_GRACE
 
-from .crds import install_crds, kind_crd, remove_crds
+from .crds import GROUP, VERSION, install_crds, kind_crd, remove_crds
 from .operators import Operator
+from .resources import new_cr, wait_condition
 from .waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -126,7 +127,7 @@ def new_kind(cluster):
 
 
 def test_ready_only_with_the_api_server_and_the_watches(
-    cluster, namespace, relayed_kubeconfig, new_kind, tmp_path: Path
+    cluster, namespace, crs, relayed_kubeconfig, new_kind, tmp_path: Path
 ):
     relay, kubeconfig = relayed_kubeconfig
     operator = Operator(tmp_path, kubeconfig, [namespace])
@@ -146,9 +147,19 @@ def test_ready_only_with_the_api_server_and_the_watches(
             what="/readyz to wait for the watches",
             timeout=180,
         )
+        # Watching given namespaces, kopf finds the watched kinds once, at start: a restart
+        # after the CRD is installed watches it.
+        operator.stop()
         with cluster.api_client() as api_client:
             install_crds(api_client, [kind_crd(new_kind)])
+        operator.start(f"--health-probe-bind-address=127.0.0.1:{probe_port}", ready=False)
         wait_until(lambda: readyz(probe_port) == (200, "ok"), what="ready", timeout=180)
+        # Ready means watching: a new object of the kind is reconciled.
+        plural = new_kind.lower() + "s"
+        crs.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, plural, new_cr(new_kind, "r", {"who": "readiness"})
+        )
+        wait_condition(crs, namespace, new_kind, "r", "Successful")
 
         # The API server goes silent: still ready within the grace period, then not.
         relay.silence()

@@ -22,6 +22,9 @@ from typing import Any
 
 import kopf
 
+# Not exported by kopf, but kopf.operator() takes it: the kinds kopf actually watches.
+from kopf._cogs.structs.references import Insights
+
 from ansible_operator import __version__
 from ansible_operator.core.backoff import Backoff
 from ansible_operator.core.watches import Watch, WatchesError, load_watches
@@ -250,8 +253,9 @@ class Operator:
         """The workers and kopf's watches, until a stop or until one of them crashes."""
         workers = [asyncio.create_task(c.run()) for c in self.controllers]
         kopf_started = asyncio.Event()
-        kopf_task = asyncio.create_task(self._watch(stop, kopf_started))
-        confirming = asyncio.create_task(self._confirm_watches(stop, kopf_started))
+        insights = Insights()
+        kopf_task = asyncio.create_task(self._watch(stop, kopf_started, insights))
+        confirming = asyncio.create_task(self._confirm_watches(stop, kopf_started, insights))
         try:
             done, _ = await asyncio.wait([kopf_task, *workers], return_when=asyncio.FIRST_COMPLETED)
             for task in done:
@@ -301,10 +305,23 @@ class Operator:
                 self.readiness.api_failed()
                 log.debug("API server check failed", extra={"error": str(err) or "timeout"})
 
-    async def _confirm_watches(self, stop: asyncio.Event, kopf_started: asyncio.Event) -> None:
-        """Readiness once kopf has started its watches and each watched kind can be listed
-        where it is watched, with these credentials (what a watch needs to establish)."""
+    async def _confirm_watches(
+        self, stop: asyncio.Event, kopf_started: asyncio.Event, insights: Insights
+    ) -> None:
+        """Readiness once kopf watches every watched kind and each can be listed where it is
+        watched with these credentials. A kind that is not served is not watched: kopf picks
+        it up when its CRD appears only when watching all namespaces (CRDs scanned)."""
         await kopf_started.wait()
+        wanted = {
+            (c.watch.gvk.group, c.watch.gvk.version, c.watch.gvk.kind) for c in self.controllers
+        }
+
+        def all_watched() -> bool:
+            watched = {(r.group, r.version, r.kind) for r in insights.watched_resources}
+            return wanted <= watched
+
+        async with insights.revised:
+            await insights.revised.wait_for(all_watched)
         namespaces: list[str | None] = list(self.settings.watch_namespaces) or [None]
         backoff = Backoff(base=1.0, cap=30.0)
         for controller in self.controllers:
@@ -317,7 +334,7 @@ class Operator:
                     break
                 except (ApiError, Unreachable) as err:
                     delay = backoff.next_delay()
-                    log.error(
+                    log.warning(
                         "Cannot list a watched kind",
                         extra={"gvk": str(gvk), "error": str(err), "retry_in": delay},
                     )
@@ -327,9 +344,9 @@ class Operator:
             self.readiness.watches_established()
             log.info("Watches established")
 
-    async def _watch(self, stop: asyncio.Event, started: asyncio.Event) -> None:
+    async def _watch(self, stop: asyncio.Event, started: asyncio.Event, insights: Insights) -> None:
         """kopf's watches; restarted if they ever give up (a very long API outage, say).
-        ``started`` is set once kopf has done its start-up and starts watching."""
+        ``started`` is set once kopf has done its start-up; ``insights`` says what it watches."""
         namespaces = self.settings.watch_namespaces
         while not stop.is_set():
             try:
@@ -341,6 +358,7 @@ class Operator:
                     namespaces=list(namespaces),
                     stop_flag=stop,
                     ready_flag=started,
+                    insights=insights,
                 )
             except Exception:
                 log.exception("The watches stopped; restarting them")
