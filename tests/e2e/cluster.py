@@ -79,3 +79,16 @@ def fresh_namespace(cluster: Cluster) -> Iterator[str]:
         wait_until(default_account, what=f"the default ServiceAccount of {name}", timeout=60)
         yield name
         core.delete_namespace(name)
+
+
+# The fixtures, for the conftest of each layer that runs against the cluster (e2e, image).
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with session_cluster(tmp_path_factory) as started:
+        yield started
+
+
+@pytest.fixture
+def namespace(cluster: Cluster) -> Iterator[str]:
+    with fresh_namespace(cluster) as name:
+        yield name

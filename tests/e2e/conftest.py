@@ -14,22 +14,9 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
-from .cluster import Cluster, fresh_namespace, session_cluster
+from .cluster import Cluster, cluster, namespace  # fixtures, used by name
 from .crds import install_crds, kind_crd
 from .operators import Operator
-
-
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with session_cluster(tmp_path_factory) as started:
-        yield started
-
-
-@pytest.fixture
-def namespace(cluster: Cluster) -> Iterator[str]:
-    with fresh_namespace(cluster) as name:
-        yield name
-
 
 KINDS = ["Greeting", "Flaky", "Counter", "Requeuer", "Finalized", "Sleeper", "Echo", "Picky"]
 

@@ -23,8 +23,10 @@ from kubernetes.client.rest import ApiException
 
 from ansible_operator.devcluster.processes import free_ports
 
-from .conftest import GROUP, VERSION, Operator, config_map_data, new_cr, wait_condition
+from .crds import GROUP, VERSION
+from .operators import Operator
 from .project import RepoOperator, install_crds, kubectl
+from .resources import config_map_data, new_cr, wait_condition
 from .test_config import install, service_account_kubeconfig, uninstall
 from .waiting import wait_until
 

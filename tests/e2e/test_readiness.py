@@ -7,6 +7,7 @@ test, which can stop answering (connections cut, new ones held unanswered) and r
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import urllib.error
@@ -70,10 +71,8 @@ class Relay:
     def _close_all(self) -> None:
         with self.lock:
             for s in self.open:
-                try:
+                with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
                 s.close()
             self.open.clear()
 
@@ -142,8 +141,7 @@ def test_ready_only_with_the_api_server_and_the_watches(
         # The API server answers, but the watched kind is not served: no watch can be made.
         relay.resume()
         wait_until(
-            lambda: readyz(probe_port)
-            == (503, "not ready: the watches are not established yet"),
+            lambda: readyz(probe_port) == (503, "not ready: the watches are not established yet"),
             what="/readyz to wait for the watches",
             timeout=180,
         )

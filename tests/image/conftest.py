@@ -4,13 +4,12 @@ the local cluster and a namespace per test (as the e2e layer has them)."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ansible_operator.devcluster import image
-from tests.e2e.cluster import Cluster, fresh_namespace, session_cluster
+from tests.e2e.cluster import cluster, namespace  # fixtures, used by name
 
 REPO = Path(__file__).resolve().parents[2]
 TAG = "localhost/ansible-operator:image-test"
@@ -29,15 +28,3 @@ def podman() -> image.Podman:
 def built_image(podman: image.Podman) -> str:
     image.build(podman, REPO, TAG, progress=lambda m: print(f"[image] {m}", file=sys.stderr))
     return TAG
-
-
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with session_cluster(tmp_path_factory) as started:
-        yield started
-
-
-@pytest.fixture
-def namespace(cluster: Cluster) -> Iterator[str]:
-    with fresh_namespace(cluster) as name:
-        yield name

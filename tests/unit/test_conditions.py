@@ -15,9 +15,11 @@ from ansible_operator.core.conditions import (
     is_rfc3339,
     mark_error,
     mark_failure,
+    mark_interrupted,
     mark_running,
     mark_success,
     parse_runner_time,
+    timeout_message,
 )
 
 T0 = datetime(2026, 1, 2, 15, 4, 5, 123456, tzinfo=UTC)
@@ -307,6 +309,53 @@ def test_timeout_reason() -> None:
     assert get_condition(status, "Failure") == cond(
         "Failure", "True", "Timeout", "run timed out after 10m0s", S0, gen=4
     )
+
+
+def test_timeout_message_says_it_will_be_retried() -> None:
+    assert timeout_message("Ansible run timed out after 4s and was stopped") == (
+        "Ansible run timed out after 4s and was stopped. It will be retried"
+    )
+
+
+def test_interrupted_after_success_is_not_a_failure() -> None:
+    succeeded = mark_success(
+        mark_running(None, now=T0, generation=1), ansible_result=RESULT, now=T1, generation=1
+    )
+    running = mark_running(succeeded, now=T2, generation=2)
+    stopped = mark_interrupted(running, cause="the operator is shutting down", now=T3, generation=2)
+    assert stopped == {
+        "conditions": [
+            cond("Failure", "False", "", "", S1),  # untouched: the role did not fail
+            cond("Successful", "False", "Successful", "Last reconciliation succeeded", S2, gen=2),
+            cond(
+                "Running",
+                "False",
+                "Interrupted",
+                "Reconciliation interrupted: the operator is shutting down. It will be retried",
+                S3,
+                gen=2,
+            ),
+        ]
+    }
+
+
+def test_interrupted_keeps_an_earlier_failure_and_its_generation() -> None:
+    failed = mark_failure(None, message="boom", ansible_result=None, now=T0, generation=1)
+    running = mark_running(failed, now=T1, generation=2)
+    stopped = mark_interrupted(running, cause="x", now=T2, generation=2)
+    assert get_condition(stopped, "Failure") == cond("Failure", "True", "Failed", "boom", S0)
+    assert types(stopped) == [("Failure", "True"), ("Successful", "False"), ("Running", "False")]
+
+
+def test_a_run_after_an_interruption_ends_in_the_steady_state() -> None:
+    stopped = mark_interrupted(
+        mark_running(None, now=T0, generation=1), cause="x", now=T1, generation=1
+    )
+    rerun = mark_running(stopped, now=T2, generation=1)
+    running = get_condition(rerun, "Running")
+    assert running == cond("Running", "True", "Running", "Running reconciliation", S2)
+    done = mark_success(rerun, ansible_result=RESULT, now=T3, generation=1)
+    assert types(done) == [("Running", "True"), ("Successful", "True"), ("Failure", "False")]
 
 
 def test_same_status_and_reason_is_a_no_op() -> None:

@@ -297,7 +297,7 @@ def test_a_timed_out_run_is_a_failure_that_says_so(tmp_path):
         w.reconcile()
     failure = w.condition("Failure")
     assert (failure["status"], failure["reason"]) == ("True", "Timeout")
-    assert failure["message"] == "run timed out after 5s"
+    assert failure["message"] == "run timed out after 5s. It will be retried"
 
 
 def test_a_run_without_stats_has_no_ansible_result(tmp_path):

@@ -21,6 +21,10 @@ FAILURE = "Failure"
 REASON_RUNNING = "Running"
 REASON_SUCCESSFUL = "Successful"
 REASON_FAILED = "Failed"
+# Ours: a run stopped from outside before it ended (not a verdict on the role), and one that
+# ran past its timeout. Both are retried, and their messages say so.
+REASON_INTERRUPTED = "Interrupted"
+REASON_TIMEOUT = "Timeout"
 
 MESSAGE_RUNNING = "Running reconciliation"
 MESSAGE_AWAITING = "Awaiting next reconciliation"
@@ -256,6 +260,36 @@ def mark_error(
     conditions = _flip_false(conditions, SUCCESSFUL, now=stamp, generation=generation)
     failure = _new(FAILURE, TRUE, REASON_FAILED, message, now=stamp, generation=generation)
     return _join(custom, _set(conditions, failure, generation))
+
+
+def mark_interrupted(
+    status: Mapping[str, Any] | None, *, cause: str, now: datetime, generation: int | None
+) -> Status:
+    """A run stopped before it ended by something other than the role (the operator shutting
+    down, say): `Running=False/Interrupted/<message>` and `Successful` flips to False. `Failure`
+    is left as it was: the role did not fail, and nothing is known about this run's outcome."""
+    stamp = format_transition_time(now)
+    custom, conditions = _split(status, stamp)
+    conditions = _flip_false(conditions, SUCCESSFUL, now=stamp, generation=generation)
+    running = _new(
+        RUNNING,
+        FALSE,
+        REASON_INTERRUPTED,
+        interrupted_message(cause),
+        now=stamp,
+        generation=generation,
+    )
+    return _join(custom, _set(conditions, running, generation))
+
+
+def interrupted_message(cause: str) -> str:
+    """`Running`'s message for an interrupted run; `cause` says what stopped it."""
+    return f"Reconciliation interrupted: {cause}. It will be retried"
+
+
+def timeout_message(detail: str) -> str:
+    """`Failure`'s message for a run stopped by its timeout (`detail` from the runner)."""
+    return f"{detail}. It will be retried"
 
 
 def get_condition(status: Mapping[str, Any] | None, ctype: str) -> Condition | None:

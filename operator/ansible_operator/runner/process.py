@@ -6,6 +6,8 @@ while it runs and delivered once each, in counter order; no socket or HTTP plugi
 Memory stays bounded: ansible-runner's own output goes to a file in the run's artifacts, and
 events are folded into the outcome as they arrive instead of being kept. A run that exceeds its
 timeout, or whose task is cancelled, is killed with every process it started (see proctree.py).
+A run first takes its input dir's run lock, which ansible-runner inherits, so that no second run
+of the same CR starts beside it, even from another operator process (see runlock.py).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner import proctree
+from ansible_operator.runner import proctree, runlock
 from ansible_operator.runner.events import EventSummary
 from ansible_operator.runner.inputdir import prepare_input_dir
 from ansible_operator.runner.logging_events import emit
@@ -202,6 +204,18 @@ class ColdRunner:
         log = logger or self.logger
         pdd = Path(request.private_data_dir)
         marker = f"{request.ident}.{secrets.token_hex(8)}"
+        async with runlock.hold(pdd, marker, log=log, grace=self.kill_grace) as lock:
+            return await self._run_locked(request, on_event, log, marker, lock)
+
+    async def _run_locked(
+        self,
+        request: RunRequest,
+        on_event: EventCallback | None,
+        log: Logger,
+        marker: str,
+        lock: int,
+    ) -> RunResult:
+        pdd = Path(request.private_data_dir)
         env = run_environment(self.executable, request, marker, base=self.environ)
         prepare_input_dir(
             pdd,
@@ -245,7 +259,7 @@ class ColdRunner:
             # the `latest` symlink among them would crash it, so it is out until the run ends.
             _remove_latest(artifacts)
             artifact_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            proc = await self._spawn(command, env, output_path, marker)
+            proc = await self._spawn(command, env, output_path, marker, lock)
             timed_out, duration = await self._supervise(proc, request, marker, deliver, log)
         finally:
             _point_latest(artifacts, request.ident)
@@ -280,9 +294,10 @@ class ColdRunner:
         )
 
     async def _spawn(
-        self, command: list[str], env: dict[str, str], output_path: Path, marker: str
+        self, command: list[str], env: dict[str, str], output_path: Path, marker: str, lock: int
     ) -> asyncio.subprocess.Process:
-        """Start ansible-runner in a session of its own, its output going to `output_path`."""
+        """Start ansible-runner in a session of its own, its output going to `output_path`,
+        holding the run lock `lock` for as long as it lives."""
         with open(output_path, "wb") as output:
             try:
                 return await asyncio.create_subprocess_exec(
@@ -292,6 +307,7 @@ class ColdRunner:
                     stderr=subprocess.STDOUT,
                     env=env,
                     start_new_session=True,
+                    pass_fds=(lock,),
                 )
             except FileNotFoundError as err:
                 raise AnsibleRunnerNotFound(f"cannot start {self.executable}: {err}") from err
@@ -318,15 +334,17 @@ class ColdRunner:
         started = loop.time()
         deadline = None if request.timeout is None else started + request.timeout
         pgid = proc.pid  # start_new_session: the child leads its own group
-        waiter = asyncio.ensure_future(proc.wait())
         try:
-            while not waiter.done():
+            # The end of the process is polled, not awaited in a task of its own: kopf cancels
+            # every task created since it started when its watches stop, and a cancelled waiter
+            # once passed for the end of the run.
+            while proc.returncode is None:
                 timeout = self.poll_interval
                 if deadline is not None:
                     timeout = max(0.0, min(timeout, deadline - loop.time()))
-                await asyncio.wait({waiter}, timeout=timeout)
+                await asyncio.sleep(timeout)
                 deliver()
-                if not waiter.done() and deadline is not None and loop.time() >= deadline:
+                if proc.returncode is None and deadline is not None and loop.time() >= deadline:
                     emit(
                         log,
                         logging.ERROR,
@@ -341,16 +359,13 @@ class ColdRunner:
                             {"job": request.ident},
                         )
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(asyncio.shield(waiter), self.kill_grace + 5)
+                        await asyncio.wait_for(proc.wait(), self.kill_grace + 5)
                     return True, loop.time() - started
             return False, loop.time() - started
         except BaseException:
             # Shutting down, or the caller gave up: the run must not outlive the request.
             await _kill_after_abort(pgid, marker, self.kill_grace, proc)
             raise
-        finally:
-            if not waiter.done():
-                waiter.cancel()
 
 
 async def _kill_after_abort(

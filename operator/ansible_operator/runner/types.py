@@ -88,7 +88,8 @@ class RunResult:
 
 class Runner(Protocol):
     """Runs Ansible for one request; implementations must leave no process behind on return,
-    on timeout and on cancellation."""
+    on timeout and on cancellation, and never run two requests for one `private_data_dir` at
+    once, even from two operator processes (see runlock.py)."""
 
     async def run(
         self,

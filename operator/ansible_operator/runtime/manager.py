@@ -4,9 +4,10 @@ Start-up validates everything a user can get wrong (flags, watches.yaml, credent
 anything starts, and reports each problem in one line with exit code 1. Then one kopf
 ``on.event`` handler per watch feeds its controller; kopf owns the API watches (listing,
 reconnects, namespaces) and writes nothing to the objects, since only ``on.event`` is used.
-SIGINT and SIGTERM stop the watches, cancel running reconciles (their Ansible processes are
-killed) and exit. With ``--leader-elect`` only the replica holding the Lease watches and
-reconciles (runtime/leader.py); every replica serves the probes, metrics and proxy.
+SIGINT and SIGTERM start a graceful shutdown (``shutdown.py``): no new run, the running ones
+get ``--graceful-shutdown-timeout``, then the rest are interrupted; the watches stop last.
+With ``--leader-elect`` only the replica holding the Lease watches and reconciles
+(runtime/leader.py); every replica serves the probes, metrics and proxy.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 import ssl
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import kopf
@@ -57,6 +57,13 @@ from ansible_operator.runtime.metrics_tls import MetricsCertError, serving_conte
 from ansible_operator.runtime.readiness import API_CHECK_INTERVAL, Readiness
 from ansible_operator.runtime.reconciler import Reconciler
 from ansible_operator.runtime.session import RunSession
+from ansible_operator.runtime.shutdown import (
+    RunGate,
+    drain,
+    handle_signals,
+    on_stop_signal,
+    run_kopf,
+)
 from ansible_operator.runtime.user_metrics import (
     UserMetrics,
     UserMetricsServer,
@@ -95,6 +102,7 @@ class Operator:
         self.runner = runner or ColdRunner(environ=settings.ansible_environ())
         self.registry = kopf.OperatorRegistry()
         self.metrics = OperatorMetrics()
+        self.gate = RunGate()  # every run passes it; closed and interrupted at shutdown
         self.user_metrics = UserMetrics()
         self.user_metrics_server = UserMetricsServer(self.user_metrics)
         self.readiness = Readiness()
@@ -175,6 +183,7 @@ class Operator:
             session=session,
             resource=resource,
             reconcile_period=self.settings.reconcile_period,
+            gate=self.gate,
         )
         controller = Controller(
             watch, reconciler, workers=self.settings.max_concurrent_reconciles_for(gvk)
@@ -250,24 +259,36 @@ class Operator:
             self.runner.kill_grace = 0.0
 
     async def _run_controllers(self, stop: asyncio.Event) -> None:
-        """The workers and kopf's watches, until a stop or until one of them crashes."""
+        """The workers and kopf's watches, until a stop (then a graceful drain) or a crash."""
         workers = [asyncio.create_task(c.run()) for c in self.controllers]
+        stopped = asyncio.create_task(stop.wait())
+        watches_stop = asyncio.Event()  # kopf stops after the drain, not on the signal
         kopf_started = asyncio.Event()
         insights = Insights()
-        kopf_task = asyncio.create_task(self._watch(stop, kopf_started, insights))
+        kopf_task = asyncio.create_task(
+            self._watch(
+                watches_stop,
+                on_signal=on_stop_signal(stop, self.gate),
+                started=kopf_started,
+                insights=insights,
+            )
+        )
+        tasks = [stopped, kopf_task, *workers]
+        # Not among the tasks waited for: its end is no reason to stop.
         confirming = asyncio.create_task(self._confirm_watches(stop, kopf_started, insights))
         try:
-            done, _ = await asyncio.wait([kopf_task, *workers], return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 task.result()  # a crashed part ends the operator, loudly
             timeout = self.settings.graceful_shutdown_timeout
-            await asyncio.gather(*(c.drain(timeout) for c in self.controllers))
+            await drain(self.controllers, self.gate, timeout=timeout)
         finally:
             stop.set()
+            watches_stop.set()
             await _cancel(confirming)
-            for task in [*workers, kopf_task]:
+            for task in tasks:
                 task.cancel()
-            for task in [*workers, kopf_task]:
+            for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
@@ -344,13 +365,21 @@ class Operator:
             self.readiness.watches_established()
             log.info("Watches established")
 
-    async def _watch(self, stop: asyncio.Event, started: asyncio.Event, insights: Insights) -> None:
+    async def _watch(
+        self,
+        stop: asyncio.Event,
+        *,
+        on_signal: Callable[[], None],
+        started: asyncio.Event,
+        insights: Insights,
+    ) -> None:
         """kopf's watches; restarted if they ever give up (a very long API outage, say).
         ``started`` is set once kopf has done its start-up; ``insights`` says what it watches."""
         namespaces = self.settings.watch_namespaces
         while not stop.is_set():
             try:
-                await kopf.operator(
+                await run_kopf(
+                    on_signal=on_signal,
                     registry=self.registry,
                     settings=self.kopf_settings(),
                     standalone=True,
@@ -436,9 +465,7 @@ def main(argv: Sequence[str]) -> int:
 
 async def _serve(operator: Operator) -> int:
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    handle_signals(on_stop_signal(stop, operator.gate))
     await operator.run(stop)
     log.info("Stopped")
     return 0

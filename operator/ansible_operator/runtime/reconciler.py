@@ -30,6 +30,7 @@ from ansible_operator.runtime.finalizers import add_finalizer, has_finalizer, re
 from ansible_operator.runtime.reconcile import Key, ReconcileError, Result, TerminalError
 from ansible_operator.runtime.recorder import EventRecorder
 from ansible_operator.runtime.session import RunSession
+from ansible_operator.runtime.shutdown import Interrupted, RunGate
 from ansible_operator.runtime.status import StatusWriter
 
 log = logging.getLogger("reconciler")
@@ -54,6 +55,7 @@ class Reconciler:
         resource: ResolveResource,
         reconcile_period: float,
         clock: Callable[[], datetime.datetime] = utc_now,
+        gate: RunGate | None = None,
     ) -> None:
         self.watch = watch
         self.client = client
@@ -62,6 +64,7 @@ class Reconciler:
         self.reconcile_period = reconcile_period  # --reconcile-period
         self.clock = clock
         self.events = EventRecorder(client, clock=clock)
+        self.gate = gate or RunGate()  # shared by all reconcilers: closed at shutdown
 
     async def __call__(self, key: Key) -> Result:
         try:
@@ -96,7 +99,12 @@ class Reconciler:
         if self.watch.manage_status:
             await status.running()
         try:
-            result = await self.session.run(obj, finalizing=deleting)
+            result = await self.gate.run(self.session.run(obj, finalizing=deleting))
+        except Interrupted as stop:
+            log.info("Reconciliation interrupted", extra={"cause": stop.cause})
+            if self.watch.manage_status:
+                await status.interrupted(stop.cause)
+            return Result()  # this process runs nothing more; the next one runs it again
         except RunnerError as err:
             message = f"Unable to run reconciliation: {err}"
             await status.error(message)

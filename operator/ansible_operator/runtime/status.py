@@ -97,8 +97,10 @@ class StatusWriter:
                 )
             )
             return
-        reason = "Timeout" if result.timed_out else conditions.REASON_FAILED
+        reason = conditions.REASON_FAILED
         message = "\n".join(result.outcome.failure_messages) or "unknown playbook failure"
+        if result.timed_out:
+            reason, message = conditions.REASON_TIMEOUT, conditions.timeout_message(message)
         await self._write(
             lambda s: conditions.mark_failure(
                 s,
@@ -107,6 +109,14 @@ class StatusWriter:
                 now=self._clock(),
                 generation=self._generation,
                 reason=reason,
+            )
+        )
+
+    async def interrupted(self, cause: str) -> None:
+        """The run was stopped (shutdown, a lost lease), not failed: it will be run again."""
+        await self._write(
+            lambda s: conditions.mark_interrupted(
+                s, cause=cause, now=self._clock(), generation=self._generation
             )
         )
 

@@ -1,0 +1,155 @@
+"""Stopping the operator without cutting runs short, and without mistaking a stop for a failure.
+
+Kubernetes sends SIGTERM at every rollout, node drain and scale-down. Then, as upstream: no new
+run starts, and the runs under way get up to ``--graceful-shutdown-timeout`` to finish. The runs
+still going after that are interrupted: their whole process trees are killed (the runner does it
+when its task is cancelled) and their CRs say ``Running=False`` with reason ``Interrupted``, not
+``Failure``, so that the next operator process runs them again. A second signal interrupts at once.
+
+``RunGate`` is the one switch every reconciler's run goes through (a lost leadership can close it
+too); ``drain`` is the shutdown sequence. kopf must not handle the signals itself (see
+``run_kopf``): it would stop its watches at once and, 5 s later, cancel every task created since
+it started, whatever a run was waiting on among them (the runner's waiter on ansible-runner once:
+the run then passed for ended without a stats event, the issue this module answers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import kopf
+
+from ansible_operator.runtime.controller import Controller
+
+T = TypeVar("T")
+log = logging.getLogger("shutdown")
+
+STOP_WAIT = 30.0  # after an interruption: the runner's kill grace, then the status writes
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(Exception):
+    """A run was stopped, or not started, because the gate closed; ``cause`` says why."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+
+class RunGate:
+    """Lets runs start until it is closed, and stops the ones under way when interrupted.
+
+    A run is awaited in its caller's task, and an interruption cancels that task: no task is
+    created here, since kopf cancels every task created after it started whenever its watches
+    stop or restart, and such a task would take the run down with it.
+    """
+
+    def __init__(self) -> None:
+        self._closed: str | None = None  # why no run may start
+        self._interrupted: str | None = None  # why the running ones were stopped
+        self._running: set[asyncio.Task[Any]] = set()
+
+    @property
+    def running(self) -> int:
+        """How many runs are under way."""
+        return len(self._running)
+
+    def close(self, cause: str) -> None:
+        """From now on no run starts; the runs under way go on."""
+        if self._closed is None:
+            self._closed = cause
+
+    def interrupt(self, cause: str) -> None:
+        """Stop the runs under way (and close the gate)."""
+        self.close(cause)
+        if self._interrupted is None:
+            self._interrupted = cause
+            for task in self._running:
+                task.cancel()
+
+    async def run(self, work: Awaitable[T]) -> T:
+        """Await ``work``, the start of a run, unless the gate is closed.
+
+        Raises ``Interrupted`` if the gate is closed (``work`` is not started) or is interrupted
+        meanwhile: ``work`` is then cancelled, so its processes are gone on return.
+        """
+        if self._closed is not None:
+            if asyncio.iscoroutine(work):
+                work.close()
+            raise Interrupted(self._closed)
+        me = asyncio.current_task()
+        assert me is not None
+        self._running.add(me)
+        try:
+            return await work
+        except asyncio.CancelledError:
+            # Ours alone if nobody else cancelled the task too: then it goes on, interrupted.
+            if self._interrupted is not None and me.uncancel() == 0:
+                raise Interrupted(self._interrupted) from None
+            raise
+        finally:
+            self._running.discard(me)
+
+
+async def drain(controllers: Sequence[Controller], gate: RunGate, *, timeout: float) -> None:
+    """The graceful shutdown: no new run, ``timeout`` seconds for the running ones (negative:
+    no limit, as upstream), then the rest are interrupted and given ``STOP_WAIT`` seconds to be
+    stopped and recorded."""
+    gate.close("the operator is shutting down, no new run starts")
+    if gate.running:
+        log.info(
+            "Shutting down: waiting for running reconciles",
+            extra={"runs": gate.running, "graceful_shutdown_timeout": timeout},
+        )
+    grace = math.inf if timeout < 0 else timeout
+    await asyncio.gather(*(c.drain(grace) for c in controllers))
+    if gate.running:
+        log.info(
+            "Graceful shutdown timeout reached, interrupting the runs still going",
+            extra={"runs": gate.running},
+        )
+    gate.interrupt(
+        "the operator is shutting down and the run did not end within its"
+        f" graceful shutdown timeout ({timeout:g}s)"
+    )
+    await asyncio.gather(*(c.drain(STOP_WAIT) for c in controllers))
+
+
+def handle_signals(handler: Callable[[], None]) -> None:
+    """Call ``handler`` (in the event loop) on SIGINT and SIGTERM, replacing any other handler."""
+    loop = asyncio.get_running_loop()
+    for sig in SIGNALS:
+        loop.add_signal_handler(sig, handler)
+
+
+def on_stop_signal(stop: asyncio.Event, gate: RunGate) -> Callable[[], None]:
+    """The signal handler: the first signal starts the graceful shutdown, the next one
+    interrupts the runs at once (upstream exits at once on a second signal)."""
+
+    def handler() -> None:
+        if stop.is_set():
+            log.info("Stop signal received again, interrupting the runs now")
+            gate.interrupt("the operator was told twice to stop")
+        stop.set()
+
+    return handler
+
+
+async def run_kopf(*, on_signal: Callable[[], None], **operator_args: Any) -> None:
+    """``kopf.operator(**operator_args)``, except that SIGINT and SIGTERM stay ours.
+
+    ``kopf.operator`` puts its own handlers on both signals: a SIGTERM would stop the watches at
+    once and then cancel every task created since kopf started (the runs' proxy connections,
+    say) before any graceful shutdown. So its tasks are spawned and run here as
+    ``kopf.operator`` does, with ``on_signal`` put back in between; kopf stops when its
+    ``stop_flag`` is set, after the drain.
+    """
+    existing = asyncio.all_tasks()
+    tasks = await kopf.spawn_tasks(**operator_args)
+    handle_signals(on_signal)
+    await kopf.run_tasks(tasks, ignored=existing)
