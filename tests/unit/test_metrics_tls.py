@@ -52,9 +52,9 @@ def default_dir(tmp_path, monkeypatch):
 
 
 def test_without_certificates_one_is_self_signed_for_localhost(default_dir):
-    context, source = serving_context("")
-    assert source == "self-signed"
-    cert = served_certificate(context)
+    tls = serving_context("")
+    assert tls.source == "self-signed" and tls.files is None
+    cert = served_certificate(tls.context)
     names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert names.get_values_for_type(x509.DNSName) == ["localhost"]
     assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
@@ -66,18 +66,22 @@ def test_the_default_directory_pair_is_used(default_dir):
     cert_pem, key_pem = self_signed_pair()
     (default_dir / "tls.crt").write_bytes(cert_pem)
     (default_dir / "tls.key").write_bytes(key_pem)
-    context, source = serving_context("")
-    assert source == str(default_dir)
-    assert served_certificate(context, trust=cert_pem) == x509.load_pem_x509_certificate(cert_pem)
+    tls = serving_context("")
+    assert tls.source == str(default_dir)
+    assert served_certificate(tls.context, trust=cert_pem) == x509.load_pem_x509_certificate(
+        cert_pem
+    )
 
 
 def test_a_named_directory_pair_is_used(tmp_path, default_dir):
     cert_pem, key_pem = self_signed_pair()
     (tmp_path / "tls.crt").write_bytes(cert_pem)
     (tmp_path / "tls.key").write_bytes(key_pem)
-    context, source = serving_context(str(tmp_path))
-    assert source == str(tmp_path)
-    assert served_certificate(context, trust=cert_pem) == x509.load_pem_x509_certificate(cert_pem)
+    tls = serving_context(str(tmp_path))
+    assert tls.source == str(tmp_path)
+    assert served_certificate(tls.context, trust=cert_pem) == x509.load_pem_x509_certificate(
+        cert_pem
+    )
 
 
 def test_a_named_directory_without_the_key_is_an_error(tmp_path, default_dir):
@@ -94,3 +98,23 @@ def test_a_key_that_does_not_match_is_an_error(tmp_path, default_dir):
     (tmp_path / "tls.key").write_bytes(other_key)
     with pytest.raises(MetricsCertError, match="cannot load the metrics certificate"):
         serving_context(str(tmp_path))
+
+
+def test_a_changed_pair_is_served_after_a_reload_and_a_bad_one_is_not(tmp_path, default_dir):
+    first_cert, first_key = self_signed_pair()
+    (tmp_path / "tls.crt").write_bytes(first_cert)
+    (tmp_path / "tls.key").write_bytes(first_key)
+    tls = serving_context(str(tmp_path))
+    assert tls.reload_if_changed() is False  # nothing changed
+
+    second_cert, second_key = self_signed_pair()
+    (tmp_path / "tls.crt").write_bytes(second_cert)
+    (tmp_path / "tls.key").write_bytes(second_key)
+    assert tls.reload_if_changed() is True
+    assert served_certificate(tls.context) == x509.load_pem_x509_certificate(second_cert)
+
+    third_cert, _ = self_signed_pair()
+    (tmp_path / "tls.crt").write_bytes(third_cert)  # half-rotated: the key does not match
+    with pytest.raises(MetricsCertError):
+        tls.reload_if_changed()
+    assert served_certificate(tls.context) == x509.load_pem_x509_certificate(second_cert)

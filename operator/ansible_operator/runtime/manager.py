@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import ssl
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -53,7 +52,7 @@ from ansible_operator.runtime.leader import (
 )
 from ansible_operator.runtime.metrics import EndpointError, Endpoints, OperatorMetrics
 from ansible_operator.runtime.metrics_auth import MetricsAuth
-from ansible_operator.runtime.metrics_tls import MetricsCertError, serving_context
+from ansible_operator.runtime.metrics_tls import MetricsCertError, ServingTLS, serving_context
 from ansible_operator.runtime.readiness import API_CHECK_INTERVAL, Readiness
 from ansible_operator.runtime.reconciler import Reconciler
 from ansible_operator.runtime.session import RunSession
@@ -151,15 +150,15 @@ class Operator:
         def login(**_: Any) -> kopf.ConnectionInfo:
             return _connection_info(self.creds)
 
-    def _metrics_tls(self) -> ssl.SSLContext | None:
+    def _metrics_tls(self) -> ServingTLS | None:
         if not self.settings.metrics_secure:
             return None
         try:
-            context, source = serving_context(self.settings.metrics_cert_dir)
+            tls = serving_context(self.settings.metrics_cert_dir)
         except MetricsCertError as err:
             raise StartupError(str(err)) from None
-        log.info("Metrics certificate", extra={"source": source})
-        return context
+        log.info("Metrics certificate", extra={"source": tls.source})
+        return tls
 
     def _controller(self, watch: Watch) -> Controller:
         gvk = watch.gvk

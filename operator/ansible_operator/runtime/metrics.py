@@ -12,8 +12,9 @@ With ``--metrics-secure`` the metrics endpoint speaks HTTPS (runtime/metrics_tls
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-import ssl
 from collections.abc import Callable, Iterable
 
 from aiohttp import web
@@ -22,6 +23,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ansible_operator import __version__
 from ansible_operator.runtime.metrics_auth import MetricsAuth
+from ansible_operator.runtime.metrics_tls import RELOAD_INTERVAL, MetricsCertError, ServingTLS
 
 log = logging.getLogger("metrics")
 
@@ -74,7 +76,7 @@ class Endpoints:
         probe_address: str,
         registries: Iterable[CollectorRegistry],
         ready: Callable[[], str | None] = lambda: None,
-        metrics_tls: ssl.SSLContext | None = None,  # None: plain HTTP
+        metrics_tls: ServingTLS | None = None,  # None: plain HTTP
         metrics_auth: MetricsAuth | None = None,  # None: anyone may scrape
     ) -> None:
         self._metrics_at = parse_bind_address(metrics_address)
@@ -84,6 +86,7 @@ class Endpoints:
         self._metrics_tls = metrics_tls
         self._metrics_auth = metrics_auth
         self._runners: list[web.AppRunner] = []
+        self._reloading: asyncio.Task[None] | None = None
 
     async def _metrics(self, _: web.Request) -> web.Response:
         body = b"".join(generate_latest(r) for r in self._registries)
@@ -104,6 +107,8 @@ class Endpoints:
             app = web.Application(middlewares=[auth.middleware] if auth else [])
             app.router.add_get("/metrics", self._metrics)
             await self._serve(app, self._metrics_at, "metrics", tls=self._metrics_tls)
+            if self._metrics_tls is not None and self._metrics_tls.files is not None:
+                self._reloading = asyncio.create_task(self._reload(self._metrics_tls))
         if self._probes_at:
             app = web.Application()
             for path in ("/healthz", "/healthz/ping", "/healthz/healthz"):
@@ -118,11 +123,11 @@ class Endpoints:
         where: tuple[str, int],
         what: str,
         *,
-        tls: ssl.SSLContext | None = None,
+        tls: ServingTLS | None = None,
     ) -> None:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, where[0], where[1], ssl_context=tls)
+        site = web.TCPSite(runner, where[0], where[1], ssl_context=tls.context if tls else None)
         try:
             await site.start()
         except OSError as err:
@@ -135,7 +140,20 @@ class Endpoints:
             f"Serving {what}", extra={"address": f"{where[0]}:{where[1]}", "secure": bool(tls)}
         )
 
+    async def _reload(self, tls: ServingTLS) -> None:
+        while True:
+            await asyncio.sleep(RELOAD_INTERVAL)
+            try:
+                if tls.reload_if_changed():
+                    log.info("Metrics certificate reloaded", extra={"source": tls.source})
+            except MetricsCertError as err:
+                log.error("Metrics certificate not reloaded", extra={"error": str(err)})
+
     async def stop(self) -> None:
+        if self._reloading is not None:
+            self._reloading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reloading
         for runner in self._runners:
             await runner.cleanup()
         self._runners.clear()

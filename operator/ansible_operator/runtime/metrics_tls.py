@@ -5,7 +5,10 @@ The certificate and key are ``tls.crt`` and ``tls.key`` in ``--metrics-cert-dir`
 directory has no pair, a self-signed certificate for ``localhost``/``127.0.0.1`` is generated at
 start, as controller-runtime does: scrapes are encrypted, and Prometheus skips verification. A
 directory named on the command line must hold the pair: a missing file there is an error, not a
-silent fallback. HTTP/2 is not offered (``--enable-http2`` is refused), so ALPN says http/1.1.
+silent fallback. A pair from files is re-read when they change (``reload_if_changed``, polled
+by the endpoint), as controller-runtime's certificate watcher does, so a rotated certificate
+(cert-manager, a renewed Secret) is served without a restart. HTTP/2 is not offered
+(``--enable-http2`` is refused), so ALPN says http/1.1.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import ipaddress
 import ssl
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography import x509
@@ -24,6 +28,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 CERT_NAME = "tls.crt"
 KEY_NAME = "tls.key"
+RELOAD_INTERVAL = 10.0  # seconds between checks for a changed pair, as controller-runtime's
 
 
 class MetricsCertError(Exception):
@@ -34,20 +39,49 @@ def default_cert_dir() -> Path:
     return Path(tempfile.gettempdir()) / "k8s-metrics-server" / "serving-certs"
 
 
-def serving_context(cert_dir: str) -> tuple[ssl.SSLContext, str]:
-    """A server TLS context and where its certificate came from (a path, or "self-signed").
+@dataclass
+class ServingTLS:
+    """The endpoint's TLS context, and the files it was loaded from (None: self-signed)."""
 
-    ``cert_dir`` is the flag's value; "" means the default directory, where a missing pair
-    means a self-signed certificate.
-    """
+    context: ssl.SSLContext
+    source: str  # the directory, or "self-signed"
+    files: tuple[Path, Path] | None = None
+    _loaded: tuple[tuple[int, int], ...] = field(default=(), repr=False)
+
+    def reload_if_changed(self) -> bool:
+        """Load the pair again if either file changed since it was loaded; True if it did.
+        MetricsCertError if the new pair cannot be used (the old one stays in service)."""
+        if self.files is None:
+            return False
+        stamps = _stamps(self.files)
+        if stamps == self._loaded:
+            return False
+        # Checked on a scratch context first: a failed load can leave a context half-changed.
+        _load(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), *self.files)
+        _load(self.context, *self.files)
+        self._loaded = stamps
+        return True
+
+
+def _stamps(files: tuple[Path, Path]) -> tuple[tuple[int, int], ...]:
+    try:
+        return tuple((s.st_mtime_ns, s.st_size) for s in (f.stat() for f in files))
+    except OSError:
+        return ()
+
+
+def serving_context(cert_dir: str) -> ServingTLS:
+    """The server TLS context for ``--metrics-cert-dir``'s value ("" for the default
+    directory, where a missing pair means a self-signed certificate)."""
     directory = Path(cert_dir) if cert_dir else default_cert_dir()
     cert, key = directory / CERT_NAME, directory / KEY_NAME
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.set_alpn_protocols(["http/1.1"])
     if cert.exists() and key.exists():
-        _load(context, cert, key)
-        return context, str(directory)
+        tls = ServingTLS(context, str(directory), (cert, key))
+        tls.reload_if_changed()
+        return tls
     if cert_dir:
         missing = cert if not cert.exists() else key
         raise MetricsCertError(f"--metrics-cert-dir: {missing} does not exist")
@@ -57,7 +91,7 @@ def serving_context(cert_dir: str) -> tuple[ssl.SSLContext, str]:
         cert.write_bytes(cert_pem)
         key.write_bytes(key_pem)
         _load(context, cert, key)
-    return context, "self-signed"
+    return ServingTLS(context, "self-signed")
 
 
 def _load(context: ssl.SSLContext, cert: Path, key: Path) -> None:
