@@ -13,7 +13,14 @@ ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
 COPY pyproject.toml ./
 COPY operator/ operator/
-RUN pip install . && mkdir -p /opt/ansible/collections
+# ansible-core 2.18 (the `ansible` 11 that pyproject.toml pins) by default, as upstream's image;
+# ANSIBLE installs another `ansible` over it, for example --build-arg ANSIBLE='ansible>=12,<13'
+# for ansible-core 2.19 (see docs/ansible-core-2.19.md). pip names the pin it overrides.
+ARG ANSIBLE=""
+RUN pip install . \
+    && if [ -n "$ANSIBLE" ]; then pip install "$ANSIBLE"; fi \
+    && ansible-operator version \
+    && mkdir -p /opt/ansible/collections
 # The `ansible` package bundles about fifty collections (500 MiB); keep those requirements.yml
 # names (kubernetes.core). A project whose roles need a collection that package lacks adds, in a
 # networked build: RUN ansible-galaxy collection install -r requirements.yml -p /opt/ansible/collections

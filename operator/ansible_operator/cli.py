@@ -13,6 +13,7 @@ from ansible_operator import __version__
 from ansible_operator.dev import command as dev_command
 from ansible_operator.devcluster import command as devcluster_command
 from ansible_operator.devcluster import image_command
+from ansible_operator.runner import RunnerError, find_ansible_runner, versions
 from ansible_operator.scaffold import generate
 from ansible_operator.scaffold import new_api as newapi
 
@@ -20,14 +21,22 @@ _GOARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
 
 def _version(_: argparse.Namespace) -> int:
-    """Upstream's line, with the Python version where upstream names Go's."""
+    """Upstream's line, with the Python version where upstream names Go's, and the ansible-core
+    and ansible-runner versions the runs use (as `ansible-operator run` would find them)."""
     from ansible_operator.devcluster.binaries import KUBERNETES_VERSION
 
+    try:
+        ansible = versions.probe(find_ansible_runner())
+    except RunnerError as err:
+        print(f"ansible-operator version: {err}", file=sys.stderr)
+        return 1
     machine = platform.machine()
     print(
         f'ansible-operator version: "v{__version__}", commit: "unknown", '
         f'kubernetes version: "{KUBERNETES_VERSION}", '
         f'python version: "{platform.python_version()}", '
+        f'ansible-core version: "{ansible.core}", '
+        f'ansible-runner version: "{ansible.runner}", '
         f'GOOS: "{platform.system().lower()}", GOARCH: "{_GOARCH.get(machine, machine)}"'
     )
     return 0

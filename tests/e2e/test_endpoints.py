@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import urllib.request
+from importlib.metadata import version
 
 import pytest
 
@@ -44,4 +45,7 @@ def test_probes_and_metrics_are_served(operator, crs, namespace):
     gvk = f"{GROUP}/{VERSION}, Kind=Greeting"
     assert f'ansible_operator_reconcile_result{{GVK="{gvk}",result="succeeded"}} 1.0' in body
     assert f'ansible_operator_reconciles_count{{GVK="{gvk}"}} 1.0' in body
-    assert 'ansible_operator_build_info{commit="unknown"' in body
+    assert (
+        f'ansible_operator_build_info{{ansible_core_version="{version("ansible-core")}",'
+        f'ansible_runner_version="{version("ansible-runner")}",commit="unknown"'
+    ) in body

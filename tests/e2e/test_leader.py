@@ -25,7 +25,7 @@ from ansible_operator.devcluster.processes import free_ports
 
 from .crds import GROUP, VERSION
 from .operators import Operator
-from .project import RepoOperator, install_crds, kubectl
+from .project import RepoOperator, install_repo_crds, kubectl
 from .resources import config_map_data, new_cr, wait_condition
 from .test_config import install, service_account_kubeconfig, uninstall
 from .waiting import wait_until
@@ -90,7 +90,7 @@ def replicas(cluster, namespace, test_crds, tmp_path) -> Iterator[dict[str, Repl
         yield group
     finally:
         for replica in group.values():
-            if replica.proc is not None and replica.proc.poll() is None:
+            if replica.launched is not None and replica.proc.poll() is None:
                 os.kill(replica.proc.pid, signal.SIGCONT)  # in case a test left it stopped
             replica.stop()
             print(
@@ -215,7 +215,8 @@ def test_the_shipped_rbac_lets_the_operator_hold_and_release_its_lease(
     installed = install(cluster.kubeconfig, tmp_path, "testing")
     kubectl(cluster.kubeconfig, "apply", "-k", str(installed.directory))
     try:
-        install_crds(cluster.kubeconfig)
+        with cluster.api_client() as api_client:
+            install_repo_crds(api_client)
         ns = installed.namespace
         token = kubectl(
             cluster.kubeconfig, "create", "token", installed.name("osdk-controller-manager"),

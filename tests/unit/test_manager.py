@@ -16,6 +16,7 @@ import yaml
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.kube.client import ResourceInfo
 from ansible_operator.kube.config import Credentials
+from ansible_operator.runner.versions import AnsibleVersions
 from ansible_operator.runtime import user_metrics
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.flags import build_run_settings
@@ -35,7 +36,8 @@ def make_operator(api: FakeApi, runner: ScriptedRunner | None, *argv: str) -> Op
         ["--metrics-bind-address=0", "--health-probe-bind-address=0", *argv],
         {"PATH": os.environ.get("PATH", "")},
     )
-    return Operator(settings, [THING, GADGET], CREDS, client=api, runner=runner)  # type: ignore[arg-type]
+    ansible = AnsibleVersions(core="2.18.6", runner="2.4.1", playbook="/x") if runner else None
+    return Operator(settings, [THING, GADGET], CREDS, client=api, runner=runner, ansible=ansible)  # type: ignore[arg-type]
 
 
 def api_with_thing() -> FakeApi:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from ansible_operator.core.extravars import MAX_SPEC_DEPTH
 from ansible_operator.core.watches import GVK, Finalizer, Watch
 from ansible_operator.kube.client import ResourceInfo
 from ansible_operator.kube.discovery import Discovery
@@ -89,6 +90,7 @@ def world(
     annotations: dict[str, str] | None = None,
     finalizers: list[str] | None = None,
     extra_env: Callable[[], Mapping[str, str]] = dict,
+    spec: dict[str, Any] | None = None,
 ) -> World:
     api = FakeApi(THINGS)
     meta: dict[str, Any] = {"name": "a", "namespace": "ns"}
@@ -98,7 +100,12 @@ def world(
         meta["finalizers"] = finalizers
     api.create(
         THINGS,
-        {"apiVersion": "test.example.com/v1", "kind": "Thing", "metadata": meta, "spec": {}},
+        {
+            "apiVersion": "test.example.com/v1",
+            "kind": "Thing",
+            "metadata": meta,
+            "spec": spec or {},
+        },
     )
     runner = ScriptedRunner(script, during=during)
     proxy = FakeProxy()
@@ -379,6 +386,18 @@ def test_a_runner_that_cannot_start_is_marked_and_retried(tmp_path):
         == "Unable to run reconciliation: ansible-runner: not found"
     )
     assert w.proxy.valid == {}  # the run's token is revoked however the run ends
+
+
+def test_a_spec_too_deep_for_variables_is_a_failure_naming_the_field_and_no_run(tmp_path):
+    nested: Any = "bottom"
+    for _ in range(MAX_SPEC_DEPTH + 5):
+        nested = {"level": nested}
+    w = world(tmp_path, [], spec={"size": 1, "deepField": nested})
+    with pytest.raises(ReconcileError, match=r"spec\.deepField is nested more than"):
+        w.reconcile()
+    message = w.condition("Failure")["message"]
+    assert message.startswith("Unable to run reconciliation: spec.deepField is nested more than")
+    assert w.proxy.valid == {}
 
 
 def test_an_unreachable_api_server_is_retried(tmp_path):

@@ -18,6 +18,29 @@ from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.gocompat.strcase import map_to_snake
 
 UNSAFE_KEY = "__ansible_unsafe"
+# Deeper specs are refused rather than handed to Ansible, whose templating (like Python's copy
+# and JSON encoding here) recurses once per level: a Failure naming the field, not a crash.
+MAX_SPEC_DEPTH = 100
+
+
+class SpecError(ValueError):
+    """A spec that cannot be turned into variables; the message names the field."""
+
+
+def too_deep(value: Any, limit: int, path: str = "spec") -> str | None:
+    """The path of the first place in `value` nested deeper than `limit` levels, or None."""
+    stack = [(value, path, 0)]
+    while stack:  # iterative: the point is not to recurse on what may be very deep
+        current, where, depth = stack.pop()
+        if depth > limit:
+            return where
+        if isinstance(current, Mapping):
+            stack += [(v, f"{where}.{k}", depth + 1) for k, v in current.items()]
+        elif isinstance(current, list):
+            stack += [(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(current)]
+    return None
+
+
 META_VAR = "ansible_operator_meta"
 
 
@@ -52,6 +75,13 @@ def build_extra_vars(obj: Mapping[str, Any], watch: Watch, *, finalizing: bool) 
     and contains only JSON types when they do.
     """
     raw_spec = obj.get("spec")
+    deep = too_deep(raw_spec, MAX_SPEC_DEPTH)
+    if deep is not None:
+        field = deep.split(".")[1] if "." in deep else deep
+        raise SpecError(
+            f"spec.{field.split('[')[0]} is nested more than {MAX_SPEC_DEPTH} levels deep "
+            f"(at {deep[:200]}): it cannot be turned into role variables"
+        )
     spec: dict[str, Any] = copy.deepcopy(dict(raw_spec)) if isinstance(raw_spec, Mapping) else {}
     unsafe = watch.marks_spec_unsafe
 

@@ -12,7 +12,7 @@ import math
 import os
 import re
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -224,7 +224,10 @@ for _first in "-+0123456789.":
 
 def _parse_yaml(text: str, path: str) -> tuple[Any, list[int]]:
     """Return the document and, for a top-level list, the 1-based line of each item."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # the reader refuses control characters already here
+    except yaml.YAMLError as e:
+        raise WatchesError(path, f"invalid YAML: {' '.join(str(e).split())}") from None
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
@@ -386,6 +389,21 @@ def _as_vars(value: Any, name: str) -> dict[str, Any]:
         raise _Problem(f"{name} must be a mapping, got {_type_name(value)}")
     result: dict[str, Any] = _jsonable(value, name)
     return result
+
+
+def _unknown_keys(raw: Mapping[Any, Any], known: Sequence[str]) -> list[str]:
+    """The keys `_fields` ignores, as written: upstream drops them silently; we say so once."""
+    lowered = {name.lower() for name in known}
+    return [str(key) for key in raw if not (isinstance(key, str) and key.lower() in lowered)]
+
+
+def _ignored_keys(raw: Mapping[Any, Any]) -> list[str]:
+    """Unknown keys of an entry and of its finalizer (`finalizer.<key>`)."""
+    ignored = _unknown_keys(raw, _WATCH_KEYS)
+    for key, value in raw.items():
+        if isinstance(key, str) and key.lower() == "finalizer" and isinstance(value, dict):
+            ignored += [f"finalizer.{k}" for k in _unknown_keys(value, _FINALIZER_KEYS)]
+    return ignored
 
 
 def _fields(raw: Mapping[Any, Any], known: Sequence[str]) -> dict[str, Any]:
@@ -636,12 +654,14 @@ def load_watches(
     *,
     environ: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> list[Watch]:
     """Read, expand, parse and validate a watches file; raise WatchesError on the first problem.
 
     `environ` (default `os.environ`) feeds `$VAR` expansion and the role search paths
     (`ANSIBLE_ROLES_PATH`, `ANSIBLE_COLLECTIONS_PATH`, `HOME`); `cwd` (default the process's)
-    anchors relative playbooks and `roles/<role>`.
+    anchors relative playbooks and `roles/<role>`. `warn` is told of each key that is ignored
+    (as upstream ignores unknown keys), once, naming the entry.
     """
     shown = os.fspath(path)
     env: Mapping[str, str] = os.environ if environ is None else environ
@@ -677,6 +697,10 @@ def load_watches(
             problem = f"invalid GVK: {entry.watch.gvk}: kind must not be empty"
             raise WatchesError(shown, problem, index=i, line=line_of(i))
         parsed.append(entry)
+        if warn is not None:
+            where = f"{shown}:{line_of(i)}" if line_of(i) else shown
+            for key in _ignored_keys(raw):
+                warn(f"{where}: entry {i} ({entry.watch.gvk}): unknown key {key!r} ignored")
 
     seen: dict[GVK, int] = {}
     for i, entry in enumerate(parsed):

@@ -106,8 +106,15 @@ def _data(where: Path, section: dict, key: str) -> bytes | None:
 def from_kubeconfig(path: Path) -> Credentials:
     try:
         config = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as err:
-        raise ConfigError(f"{path}: not a readable kubeconfig: {err}") from err
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read: {err.strerror or err}") from err
+    except yaml.YAMLError as err:  # one line, not the parser's dump
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(err, "problem", None) or "invalid YAML"
+        raise ConfigError(f"{where}: not a valid kubeconfig: {problem}") from err
+    if not isinstance(config, dict):
+        raise ConfigError(f"{path}: not a valid kubeconfig: a mapping was expected")
 
     def named(section: str, name: str) -> dict:
         for item in config.get(section) or []:

@@ -97,6 +97,16 @@ def build_command(executable: str, request: RunRequest, env: Mapping[str, str]) 
     return command
 
 
+def run_path(executable: str, path: str) -> str:
+    """The PATH of a run: ansible-runner finds ansible-playbook on it, so the one installed
+    beside `executable` comes first."""
+    bindir = os.path.dirname(executable)
+    playbook_bin = os.path.join(bindir, "ansible-playbook")
+    if os.path.isfile(playbook_bin) and shutil.which("ansible-playbook", path=path) != playbook_bin:
+        return os.pathsep.join(p for p in (bindir, path) if p)
+    return path
+
+
 def run_environment(
     executable: str, request: RunRequest, marker: str, base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
@@ -105,14 +115,9 @@ def run_environment(
     env["K8S_AUTH_KUBECONFIG"] = request.kubeconfig
     env["KUBECONFIG"] = request.kubeconfig
     env.update(request.extra_env)
-    # ansible-runner finds ansible-playbook on PATH; make it the one installed beside it.
-    bindir = os.path.dirname(executable)
-    playbook_bin = os.path.join(bindir, "ansible-playbook")
-    if (
-        os.path.isfile(playbook_bin)
-        and shutil.which("ansible-playbook", path=env.get("PATH", "")) != playbook_bin
-    ):
-        env["PATH"] = os.pathsep.join(p for p in (bindir, env.get("PATH", "")) if p)
+    path = run_path(executable, env.get("PATH", ""))
+    if path != env.get("PATH", ""):
+        env["PATH"] = path
     # Ansible colours its output because ansible-runner gives it a terminal; the escape codes
     # only clutter logs and the stdout artifact. An explicit choice of the user wins.
     if not any(k in env for k in ("ANSIBLE_NOCOLOR", "ANSIBLE_FORCE_COLOR", "NO_COLOR")):

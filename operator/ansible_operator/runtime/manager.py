@@ -38,7 +38,8 @@ from ansible_operator.kube.config import ConfigError, Credentials
 from ansible_operator.kube.config import load as load_credentials
 from ansible_operator.kube.discovery import Discovery
 from ansible_operator.proxy import Proxy, ProxyStartError
-from ansible_operator.runner import ColdRunner, Runner, RunnerError
+from ansible_operator.runner import ColdRunner, Runner, RunnerError, versions
+from ansible_operator.runner.versions import AnsibleVersions
 from ansible_operator.runtime import logs
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.dependents import DependentWatches
@@ -92,15 +93,25 @@ class Operator:
         *,
         client: KubeClient | None = None,  # None: one for creds; tests pass an in-memory API
         runner: Runner | None = None,  # None: ColdRunner; tests pass a scripted one
+        ansible: AnsibleVersions | None = None,  # None: asked of the ColdRunner; given with runner
     ) -> None:
         self.settings = settings
         self.creds = creds
         self.client = client or KubeClient(creds)
         self.discovery = Discovery(self.client)
-        # As upstream, the path flags are the roles' and collections' paths of every run.
-        self.runner = runner or ColdRunner(environ=settings.ansible_environ())
+        if runner is None:
+            # As upstream, the path flags are the roles' and collections' paths of every run.
+            cold = ColdRunner(environ=settings.ansible_environ())
+            # The Ansible the runs will use, asked once: too old an ansible-core is refused here.
+            ansible = versions.probe(cold.executable, cold.environ)
+            runner = cold
+        elif ansible is None:
+            raise ValueError("a runner given without the Ansible versions it runs")
+        versions.check_supported(ansible)
+        log.info("Ansible", extra={"ansible_core": ansible.core, "ansible_runner": ansible.runner})
+        self.runner = runner
         self.registry = kopf.OperatorRegistry()
-        self.metrics = OperatorMetrics()
+        self.metrics = OperatorMetrics(ansible)
         self.gate = RunGate()  # every run passes it; closed and interrupted at shutdown
         self.user_metrics = UserMetrics()
         self.user_metrics_server = UserMetricsServer(self.user_metrics)
@@ -432,7 +443,9 @@ def prepare(argv: Sequence[str]) -> tuple[RunSettings, list[Watch], Credentials]
         log.info(warning)
     log.info("Version", extra={"version": __version__, "python": sys.version.split()[0]})
     try:
-        watches = load_watches(settings.watches_file, environ=settings.ansible_environ())
+        watches = load_watches(
+            settings.watches_file, environ=settings.ansible_environ(), warn=log.warning
+        )
     except WatchesError as err:
         raise StartupError(f"Failed to load watches: {err}") from None
     try:

@@ -1,8 +1,9 @@
 """The operator's Prometheus metrics, and the HTTP endpoints that serve them and the probes.
 
 Metric names and labels are upstream's (``ansible_operator_build_info``,
-``ansible_operator_reconcile_result``, ``ansible_operator_reconciles``), with one deliberate
-difference: the reconcile histogram measures the Ansible run itself, not its setup. The metrics
+``ansible_operator_reconcile_result``, ``ansible_operator_reconciles``), with two deliberate
+differences: the reconcile histogram measures the Ansible run itself, not its setup, and the
+build info also names the ansible-core and ansible-runner versions the runs use. The metrics
 endpoint serves these together with the user metrics that roles post; the probe endpoint answers
 ``/healthz`` and ``/readyz`` as upstream's does. A bind address of ``0`` turns an endpoint off.
 With ``--metrics-secure`` the metrics endpoint speaks HTTPS (runtime/metrics_tls.py), and with
@@ -22,6 +23,7 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_late
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ansible_operator import __version__
+from ansible_operator.runner.versions import AnsibleVersions
 from ansible_operator.runtime.metrics_auth import MetricsAuth
 from ansible_operator.runtime.metrics_tls import RELOAD_INTERVAL, MetricsCertError, ServingTLS
 
@@ -29,14 +31,19 @@ log = logging.getLogger("metrics")
 
 
 class OperatorMetrics:
-    def __init__(self) -> None:
+    def __init__(self, ansible: AnsibleVersions) -> None:
         self.registry = CollectorRegistry()
         Gauge(
             "ansible_operator_build_info",
             "Build information for the ansible-operator binary",
-            ["commit", "version"],
+            ["commit", "version", "ansible_core_version", "ansible_runner_version"],
             registry=self.registry,
-        ).labels(commit="unknown", version=f"v{__version__}").set(1)
+        ).labels(
+            commit="unknown",
+            version=f"v{__version__}",
+            ansible_core_version=ansible.core,
+            ansible_runner_version=ansible.runner,
+        ).set(1)
         # A gauge that only goes up, as upstream's (its type is part of the contract).
         self._results = Gauge(
             "ansible_operator_reconcile_result",

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ansible_operator.core.annotations import log_verbosity, max_runner_artifacts, verbosity
-from ansible_operator.core.extravars import build_extra_vars
+from ansible_operator.core.extravars import SpecError, build_extra_vars
 from ansible_operator.core.watches import Watch
 from ansible_operator.kube import kubeconfig
 from ansible_operator.runner import (
@@ -26,6 +26,7 @@ from ansible_operator.runner import (
     EventLogger,
     LogEventsMode,
     Runner,
+    RunnerError,
     RunRequest,
     RunResult,
     input_dir_path,
@@ -102,10 +103,14 @@ class RunSession:
             kubeconfig.write(
                 Path(kubeconfig_path), port=self.proxy.port, token=token, owner_namespace=namespace
             )
+            try:
+                extravars = build_extra_vars(obj, self.watch, finalizing=finalizing)
+            except SpecError as err:
+                raise RunnerError(str(err)) from err
             request = RunRequest(
                 ident=ident,
                 private_data_dir=self._input_dir(namespace, name),
-                extravars=build_extra_vars(obj, self.watch, finalizing=finalizing),
+                extravars=extravars,
                 kubeconfig=kubeconfig_path,
                 playbook=playbook,
                 role=role,

@@ -1,0 +1,157 @@
+"""The ansible-core and ansible-runner versions the runs use, and the refusal of too old a core.
+
+Executables stand in for ansible-runner and ansible-playbook where a version other than the
+installed one is needed; the installed ones are asked too, and must agree with the packages.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from prometheus_client import generate_latest
+
+from ansible_operator.runner import find_ansible_runner, versions
+from ansible_operator.runtime.metrics import OperatorMetrics
+
+
+def fake_ansible(bindir: Path, core: str, runner: str = "2.4.3") -> str:
+    """`ansible-runner` and `ansible-playbook` scripts in `bindir` that print their versions."""
+    bindir.mkdir(parents=True, exist_ok=True)
+    scripts = {
+        "ansible-runner": f"echo {runner}",
+        "ansible-playbook": f"echo 'ansible-playbook [core {core}]'; echo '  config file = None'",
+    }
+    for name, body in scripts.items():
+        path = bindir / name
+        path.write_text(f"#!/bin/sh\n{body}\n")
+        path.chmod(0o755)
+    return str(bindir / "ansible-runner")
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        ("ansible-playbook [core 2.18.6]\n  config file = None\n", "2.18.6"),
+        ("ansible-playbook [core 2.19.0rc1]\n", "2.19.0rc1"),
+        ("ansible-playbook 2.9.27\n", None),  # before ansible-core: no [core ...]
+        ("", None),
+    ],
+)
+def test_the_core_version_is_read_from_ansible_playbook(output, expected):
+    assert versions.parse_core_version(output) == expected
+
+
+@pytest.mark.parametrize(("output", "expected"), [("2.4.1\n", "2.4.1"), ("usage: ...\n", None)])
+def test_the_runner_version_is_read_from_ansible_runner(output, expected):
+    assert versions.parse_runner_version(output) == expected
+
+
+def test_the_installed_versions_are_the_ones_of_the_packages():
+    found = versions.probe(find_ansible_runner())
+    assert found.core == version("ansible-core")
+    assert found.runner == version("ansible-runner")
+    assert found.playbook == str(Path(sys.executable).parent / "ansible-playbook")
+    versions.check_supported(found)  # the default is supported
+
+
+def test_the_ansible_playbook_beside_the_runner_wins_over_path(tmp_path):
+    runner = fake_ansible(tmp_path / "beside", core="2.19.1", runner="2.4.2")
+    fake_ansible(tmp_path / "onpath", core="2.18.3")
+    found = versions.probe(runner, {"PATH": str(tmp_path / "onpath")})
+    assert found == versions.AnsibleVersions(
+        core="2.19.1", runner="2.4.2", playbook=str(tmp_path / "beside" / "ansible-playbook")
+    )
+
+
+def test_without_an_ansible_playbook_the_probe_says_so(tmp_path):
+    runner = fake_ansible(tmp_path / "bin", core="2.18.3")
+    (tmp_path / "bin" / "ansible-playbook").unlink()
+    with pytest.raises(versions.UnsupportedAnsible, match="ansible-playbook not found beside"):
+        versions.probe(runner, {"PATH": str(tmp_path / "empty")})
+
+
+@pytest.mark.parametrize(
+    ("core", "supported"), [("2.17.14", False), ("2.18.0", True), ("2.19.2", True)]
+)
+def test_the_supported_range_starts_at_2_18(core, supported):
+    found = versions.AnsibleVersions(core=core, runner="2.4.3", playbook="/x/ansible-playbook")
+    if supported:
+        versions.check_supported(found)
+    else:
+        with pytest.raises(versions.UnsupportedAnsible) as err:
+            versions.check_supported(found)
+        assert str(err.value) == (
+            f"ansible-core {core} (of /x/ansible-playbook) is not supported: "
+            "install ansible-core 2.18 or newer (2.18 is the default, as upstream's image)"
+        )
+
+
+def test_the_build_info_metric_names_the_ansible_versions():
+    ansible = versions.AnsibleVersions(core="2.18.6", runner="2.4.1", playbook="/x")
+    text = generate_latest(OperatorMetrics(ansible).registry).decode()
+    assert (
+        'ansible_operator_build_info{ansible_core_version="2.18.6",'
+        'ansible_runner_version="2.4.1",commit="unknown",version="v0.1.0"} 1.0'
+    ) in text
+
+
+def python_beside(bindir: Path) -> str:
+    """A virtualenv in `bindir/..` that sees this environment's packages: its `python` has
+    `bindir` as the directory where the operator looks for ansible-runner first."""
+    venv = bindir.parent
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
+    here = sysconfig.get_path("purelib")
+    (purelib / "outer.pth").write_text(f"import site; site.addsitedir({here!r})\n")
+    return str(bindir / "python")
+
+
+def test_version_command_names_the_ansible_of_the_runs(tmp_path):
+    python = python_beside(tmp_path / "venv" / "bin")
+    fake_ansible(tmp_path / "venv" / "bin", core="2.19.1", runner="2.4.2")
+    result = subprocess.run(
+        [python, "-m", "ansible_operator.cli", "version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert 'ansible-core version: "2.19.1", ansible-runner version: "2.4.2"' in result.stdout
+
+
+def test_run_refuses_too_old_an_ansible_core_in_one_line(tmp_path):
+    python = python_beside(tmp_path / "venv" / "bin")
+    fake_ansible(tmp_path / "venv" / "bin", core="2.17.14")
+    (tmp_path / "roles" / "r" / "tasks").mkdir(parents=True)
+    (tmp_path / "watches.yaml").write_text(
+        "- version: v1\n  group: x.example.com\n  kind: Foo\n  role: r\n"
+    )
+    (tmp_path / "kubeconfig").write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    result = subprocess.run(
+        [python, "-m", "ansible_operator.cli", "run"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "KUBECONFIG": str(tmp_path / "kubeconfig")},
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"ansible-operator run: ansible-core 2.17.14 (of {tmp_path}/venv/bin/ansible-playbook) "
+        "is not supported: install ansible-core 2.18 or newer (2.18 is the default, as "
+        "upstream's image)"
+    )

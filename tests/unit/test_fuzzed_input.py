@@ -1,0 +1,159 @@
+"""Fuzzed input (Hypothesis): watches.yaml, CR specs on their way to extra vars, kubeconfigs.
+
+Whatever a user writes, the answer is a result or one clear line naming where: never a crash,
+never a traceback, never a parser dump.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ansible_operator.core.extravars import (
+    MAX_SPEC_DEPTH,
+    META_VAR,
+    SpecError,
+    build_extra_vars,
+    mark_unsafe,
+    too_deep,
+)
+from ansible_operator.core.watches import GVK, Watch, WatchesError, load_watches
+from ansible_operator.gocompat.strcase import map_to_snake, to_snake
+from ansible_operator.kube.config import ConfigError, from_kubeconfig
+
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# Keys as users and attackers write them: unicode and emoji, camelCase and snake_case twins.
+KEYS = st.one_of(
+    st.text(min_size=1, max_size=12),
+    st.sampled_from(["fooBar", "foo_bar", "FooBar", "HTTPPort", "httpPort", "🙂", "ключ", "a-b"]),
+)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=40),
+    st.text(min_size=2000, max_size=5000),  # huge strings
+)
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(KEYS, inner, max_size=4)),
+    max_leaves=25,
+)
+WATCH = Watch(gvk=GVK("cache.example.com", "v1alpha1", "Memcached"), role="/roles/memcached")
+
+
+def one_line(text: str) -> bool:
+    return "\n" not in text and "Traceback" not in text
+
+
+@FUZZ
+@given(spec=st.dictionaries(KEYS, JSON, max_size=6))
+def test_any_json_spec_becomes_json_variables(spec):
+    obj = {"metadata": {"name": "x", "namespace": "ns"}, "spec": spec}
+    params = build_extra_vars(obj, WATCH, finalizing=False)
+    json.dumps(params)  # what the runner writes to env/extravars
+    assert params[META_VAR] == {"name": "x", "namespace": "ns"}
+    assert params["_cache_example_com_memcached_spec"] == mark_unsafe(spec)
+    for key in spec:
+        if to_snake(key) != META_VAR:
+            assert to_snake(key) in params
+
+
+@FUZZ
+@given(value=JSON)
+def test_snake_case_twins_keep_the_key_already_in_snake_case(value):
+    spec = {"fooBar": "camel", "foo_bar": value}
+    params = build_extra_vars({"metadata": {"name": "x"}, "spec": spec}, WATCH, finalizing=False)
+    assert params["foo_bar"] == mark_unsafe(map_to_snake(value))  # nested keys too
+
+
+@pytest.mark.parametrize("depth", [MAX_SPEC_DEPTH + 1, 5000])
+def test_a_spec_nested_too_deep_is_refused_naming_the_field(depth):
+    nested: object = "bottom"
+    for _ in range(depth):
+        nested = {"level": nested}
+    obj = {"metadata": {"name": "x"}, "spec": {"ok": 1, "deepField": nested}}
+    with pytest.raises(SpecError) as err:
+        build_extra_vars(obj, WATCH, finalizing=False)
+    message = str(err.value)
+    assert message.startswith(f"spec.deepField is nested more than {MAX_SPEC_DEPTH} levels deep")
+    assert one_line(message)
+
+
+def test_a_spec_at_the_depth_limit_is_accepted():
+    nested: object = "bottom"
+    for _ in range(MAX_SPEC_DEPTH - 1):
+        nested = {"level": nested}
+    assert too_deep({"f": nested}, MAX_SPEC_DEPTH) is None
+    build_extra_vars({"metadata": {"name": "x"}, "spec": {"f": nested}}, WATCH, finalizing=False)
+
+
+WATCH_KEYS = st.sampled_from(
+    ["group", "version", "kind", "role", "playbook", "vars", "finalizer", "reconcilePeriod",
+     "manageStatus", "watchDependentResources", "selector", "blacklist", "markUnsafe",
+     "maxRunnerArtifacts", "snakeCaseParameters", "watchClusterScopedResources", "runTimeout"]
+)  # fmt: skip
+ENTRY = st.dictionaries(st.one_of(WATCH_KEYS, KEYS), JSON, max_size=8)
+
+
+@FUZZ
+@given(document=st.one_of(JSON, st.lists(ENTRY, max_size=4)))
+def test_any_watches_document_loads_or_fails_in_one_line(tmp_path_factory, document):
+    path = tmp_path_factory.mktemp("watches") / "watches.yaml"
+    path.write_text(yaml.safe_dump(document, allow_unicode=True))
+    try:
+        load_watches(path, environ={}, cwd=path.parent, warn=lambda _: None)
+    except WatchesError as err:
+        assert one_line(str(err)), str(err)
+        assert str(err).startswith(str(path))
+
+
+@FUZZ
+@given(text=st.text(max_size=300))
+def test_any_watches_text_loads_or_fails_in_one_line(tmp_path_factory, text):
+    path = tmp_path_factory.mktemp("watches") / "watches.yaml"
+    path.write_text(text)
+    try:
+        load_watches(path, environ={}, cwd=path.parent)
+    except WatchesError as err:
+        assert one_line(str(err)), str(err)
+
+
+def test_unknown_watches_keys_are_reported_once_each_naming_the_entry(tmp_path: Path):
+    (tmp_path / "roles" / "memcached").mkdir(parents=True)
+    path = tmp_path / "watches.yaml"
+    path.write_text(
+        "- version: v1alpha1\n"
+        "  group: cache.example.com\n"
+        "  kind: Memcached\n"
+        "  role: memcached\n"
+        "  reconcilePeriod: 1m\n"
+        "  reconcilePeriodd: 2m\n"
+        "  finalizer: {name: cache.example.com/f, vars: {a: 1}, rolee: x}\n"
+    )
+    warnings: list[str] = []
+    (watch,) = load_watches(path, environ={}, cwd=tmp_path, warn=warnings.append)
+    assert watch.reconcile_period == 60
+    where = f"{path}:1: entry 0 (cache.example.com/v1alpha1, Kind=Memcached)"
+    assert warnings == [
+        f"{where}: unknown key 'reconcilePeriodd' ignored",
+        f"{where}: unknown key 'finalizer.rolee' ignored",
+    ]
+
+
+@FUZZ
+@given(text=st.text(max_size=200))
+def test_any_kubeconfig_text_is_read_or_refused_in_one_line(tmp_path_factory, text):
+    path = tmp_path_factory.mktemp("kube") / "config"
+    path.write_text(text)
+    try:
+        from_kubeconfig(path)
+    except ConfigError as err:
+        assert one_line(str(err)), str(err)
