@@ -103,7 +103,7 @@ def test_scrapes_are_authenticated_and_authorized(operator, crs, namespace, scra
     status, body = scrape(url, allowed, tls)
     assert status == 200
     gvk = f"{GROUP}/{VERSION}, Kind=Greeting"
-    assert 'ansible_operator_build_info{commit="unknown"' in body
+    assert "ansible_operator_build_info{" in body
     assert f'ansible_operator_reconcile_result{{GVK="{gvk}",result="succeeded"}} 1.0' in body
     assert f'ansible_operator_reconciles_count{{GVK="{gvk}"}} 1.0' in body
     # Plain HTTP is not spoken on the secure port.
