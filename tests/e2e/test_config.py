@@ -121,6 +121,23 @@ def test_default_makes_the_operator_deployment(default):
     assert binding["roleRef"]["name"] == installed.name("ansible-operator-manager-role")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": manager, "namespace": ns}]
 
+    # Secure metrics: the operator may review scrapers, a scraper needs metrics-reader.
+    auth = get(
+        kc, f"clusterrolebinding/{installed.name('ansible-operator-metrics-auth-rolebinding')}"
+    )
+    assert auth["subjects"] == binding["subjects"]
+    auth_role = get(kc, f"clusterrole/{auth['roleRef']['name']}")
+    assert {
+        (r["apiGroups"][0], r["resources"][0], tuple(r["verbs"])) for r in auth_role["rules"]
+    } == {
+        ("authentication.k8s.io", "tokenreviews", ("create",)),
+        ("authorization.k8s.io", "subjectaccessreviews", ("create",)),
+    }
+    reader = get(kc, f"clusterrole/{installed.name('ansible-operator-metrics-reader')}")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    service = get(kc, "-n", ns, f"service/{manager}-metrics-service")
+    assert [(p["name"], p["port"]) for p in service["spec"]["ports"]] == [("https", 8443)]
+
     deployment = get(kc, "-n", ns, f"deployment/{manager}")
     pod_spec = deployment["spec"]["template"]["spec"]
     [container] = pod_spec["containers"]
@@ -131,6 +148,7 @@ def test_default_makes_the_operator_deployment(default):
     assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
     assert "--leader-elect" in container["args"]
     assert "--leader-election-id=ansible-operator" in container["args"]
+    assert {"--metrics-secure", "--metrics-require-rbac"} <= set(container["args"])
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["livenessProbe"]["httpGet"]["port"] == 6789
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"

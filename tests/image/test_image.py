@@ -3,7 +3,11 @@ style against the local cluster, with only the ServiceAccount credentials of ``c
 
 from __future__ import annotations
 
+import contextlib
 import json
+import ssl
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,8 +75,48 @@ def deployed(cluster, built_image) -> Iterator[list[dict]]:
     deploy.delete(kubectl, cluster.kubeconfig, rest)
 
 
-def _find(docs: list[dict], kind: str) -> dict:
-    return next(d for d in docs if d["kind"] == kind)
+def _find(docs: list[dict], kind: str, name_ends: str = "") -> dict:
+    return next(d for d in docs if d["kind"] == kind and d["metadata"]["name"].endswith(name_ends))
+
+
+def _scrape(url: str, token: str) -> tuple[int, str]:
+    """A GET with a bearer token, the self-signed certificate not verified (as Prometheus's
+    ServiceMonitor in config/prometheus)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=30, context=context) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+@contextlib.contextmanager
+def _scraper(cluster, namespace: str, cluster_role: str) -> Iterator[str]:
+    """The token of a ServiceAccount bound to ``cluster_role``; the binding removed after."""
+    name = f"scraper-{uuid.uuid4().hex[:8]}"
+    with cluster.api_client() as api_client:
+        client.CoreV1Api(api_client).create_namespaced_service_account(
+            namespace, {"metadata": {"name": name}}
+        )
+        rbac = client.RbacAuthorizationV1Api(api_client)
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": name},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": cluster_role,
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            }
+        )
+        try:
+            yield _token(cluster, namespace, name)
+        finally:
+            rbac.delete_cluster_role_binding(name)
 
 
 def _token(cluster, namespace: str, service_account: str) -> str:
@@ -143,6 +187,18 @@ def test_every_sample_reconciles_with_service_account_credentials(
 
     wait_until(all_successful, what="every sample Successful", timeout=600, every=2)
     print(f"operator memory at rest in the image: {pod.rss_bytes() / 2**20:.0f} MiB")
+
+    # config/default's secure metrics, scraped as a Prometheus bound to metrics-reader would.
+    reader = _find(deployed, "ClusterRole", "metrics-reader")["metadata"]["name"]
+    url = f"https://127.0.0.1:{pod.metrics_port}/metrics"
+    assert _scrape(url, _token(cluster, account["namespace"], account["name"]))[0] == 403
+    with _scraper(cluster, namespace, reader) as token:
+        status, body = _scrape(url, token)
+    assert status == 200, body
+    assert "ansible_operator_build_info" in body
+    assert (
+        'ansible_operator_reconcile_result{GVK="cache.example.com/v1alpha1, Kind=Memcached"' in body
+    )
 
 
 def test_a_missing_rbac_rule_is_a_failure_naming_verb_and_resource(

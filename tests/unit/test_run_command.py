@@ -91,3 +91,25 @@ def test_missing_credentials_are_one_line(tmp_path):
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert last == f"ansible-operator run: KUBECONFIG={tmp_path / 'kubeconfig'}: no such file"
+
+
+def test_a_metrics_cert_dir_without_the_pair_is_one_line(tmp_path):
+    (tmp_path / "roles" / "r" / "tasks").mkdir(parents=True)
+    (tmp_path / "watches.yaml").write_text(
+        "- version: v1\n  group: x.example.com\n  kind: Foo\n  role: r\n"
+    )
+    (tmp_path / "kubeconfig").write_text(  # never contacted: the certificate is checked first
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    (tmp_path / "certs").mkdir()
+    result = run(["--metrics-secure", f"--metrics-cert-dir={tmp_path / 'certs'}"], tmp_path)
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert (
+        last
+        == f"ansible-operator run: --metrics-cert-dir: {tmp_path / 'certs'}/tls.crt does not exist"
+    )
+    assert "Traceback" not in result.stderr

@@ -54,6 +54,7 @@ def test_defaults() -> None:
         enable_http2=False,
         metrics_secure=False,
         metrics_require_rbac=False,
+        metrics_cert_dir="",
         ansible_run_timeout=None,
         zap_devel=False,
         zap_encoder=None,
@@ -106,6 +107,9 @@ def test_default_workers_is_positive() -> None:
         (["--proxy-port=0"], "proxy_port", 0),
         (["--enable-http2=false"], "enable_http2", False),
         (["--metrics-secure=false"], "metrics_secure", False),
+        (["--metrics-secure"], "metrics_secure", True),
+        (["--metrics-secure", "--metrics-require-rbac"], "metrics_require_rbac", True),
+        (["--metrics-secure", "--metrics-cert-dir=/certs"], "metrics_cert_dir", "/certs"),
         (["--ansible-run-timeout=10m"], "ansible_run_timeout", 600.0),
         (["--ansible-run-timeout=0s"], "ansible_run_timeout", None),
         (["--zap-devel"], "zap_devel", True),
@@ -217,15 +221,8 @@ def test_flag_values(argv: list[str], attribute: str, value: Any) -> None:
             ["--metrics-require-rbac", "--metrics-secure=false"],
             "--metrics-secure flag is required when --metrics-require-rbac is present",
         ),
+        (["--metrics-cert-dir=/certs"], "--metrics-cert-dir needs --metrics-secure"),
         # Not implemented, so refused rather than accepted and ignored.
-        (
-            ["--metrics-secure"],
-            "--metrics-secure is not supported: the metrics endpoint serves plain HTTP",
-        ),
-        (
-            ["--metrics-secure", "--metrics-require-rbac"],
-            "--metrics-secure is not supported: the metrics endpoint serves plain HTTP",
-        ),
         (
             ["--enable-http2"],
             "--enable-http2 is not supported: the metrics and probe endpoints speak HTTP/1.1 only",

@@ -229,6 +229,14 @@ def _flags() -> tuple[_Flag, ...]:
         _Flag("enable-http2", None, False, "enables HTTP/2 on the webhook and metrics servers"),
         _Flag("metrics-secure", None, False, "enables secure serving of the metrics endpoint"),
         _Flag(
+            "metrics-cert-dir",
+            str,
+            "",
+            "Directory with the metrics endpoint's certificate (tls.crt) and key (tls.key), "
+            "with --metrics-secure. Defaults to <temp-dir>/k8s-metrics-server/serving-certs; "
+            "when that has no pair, a self-signed certificate is generated at start.",
+        ),
+        _Flag(
             "metrics-require-rbac",
             None,
             False,
@@ -288,7 +296,6 @@ _BY_NAME = {flag.name: flag for flag in _FLAGS}
 
 # Upstream's boolean flags that we accept only as false, since nothing here implements them.
 _REFUSED = {
-    "metrics-secure": "the metrics endpoint serves plain HTTP",
     "enable-http2": "the metrics and probe endpoints speak HTTP/1.1 only",
 }
 
@@ -326,6 +333,7 @@ class RunSettings:
     enable_http2: bool = False
     metrics_secure: bool = False
     metrics_require_rbac: bool = False
+    metrics_cert_dir: str = ""  # "": controller-runtime's default directory
     ansible_run_timeout: float | None = None  # seconds; None means no limit
     zap_devel: bool = False
     zap_encoder: str | None = None  # json or console; None: by zap_devel
@@ -511,6 +519,8 @@ def build_run_settings(
         raise SettingsError(
             "--metrics-secure flag is required when --metrics-require-rbac is present"
         )
+    if parsed["metrics_cert_dir"] and not parsed["metrics_secure"]:
+        raise SettingsError("--metrics-cert-dir needs --metrics-secure")
     for name, why in _REFUSED.items():
         if parsed[name.replace("-", "_")]:
             raise SettingsError(f"--{name} is not supported: {why}")
@@ -594,6 +604,7 @@ def build_run_settings(
         enable_http2=parsed["enable_http2"],
         metrics_secure=parsed["metrics_secure"],
         metrics_require_rbac=parsed["metrics_require_rbac"],
+        metrics_cert_dir=parsed["metrics_cert_dir"],
         ansible_run_timeout=parsed["ansible_run_timeout"] or None,
         zap_devel=parsed["zap_devel"],
         zap_encoder=parsed["zap_encoder"],

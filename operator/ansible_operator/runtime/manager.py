@@ -21,6 +21,9 @@ from typing import Any
 
 import kopf
 
+# Not exported by kopf, but kopf.operator() takes it: the kinds kopf actually watches.
+from kopf._cogs.structs.references import Insights
+
 from ansible_operator import __version__
 from ansible_operator.core.backoff import Backoff
 from ansible_operator.core.watches import Watch, WatchesError, load_watches
@@ -49,6 +52,9 @@ from ansible_operator.runtime.leader import (
     election_config,
 )
 from ansible_operator.runtime.metrics import EndpointError, Endpoints, OperatorMetrics
+from ansible_operator.runtime.metrics_auth import MetricsAuth
+from ansible_operator.runtime.metrics_tls import MetricsCertError, ServingTLS, serving_context
+from ansible_operator.runtime.readiness import API_CHECK_INTERVAL, Readiness
 from ansible_operator.runtime.reconciler import Reconciler
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.shutdown import (
@@ -109,11 +115,17 @@ class Operator:
         self.gate = RunGate()  # every run passes it; closed and interrupted at shutdown
         self.user_metrics = UserMetrics()
         self.user_metrics_server = UserMetricsServer(self.user_metrics)
+        self.readiness = Readiness()
+        if not settings.leader_elect:
+            self.readiness.acting()
         try:
             self.endpoints = Endpoints(
                 metrics_address=settings.metrics_bind_address,
                 probe_address=settings.health_probe_bind_address,
                 registries=[self.metrics.registry, self.user_metrics.registry],
+                ready=self.readiness.why_not_ready,
+                metrics_tls=self._metrics_tls(),
+                metrics_auth=MetricsAuth(self.client) if settings.metrics_require_rbac else None,
             )
         except ValueError as err:
             raise StartupError(str(err)) from None
@@ -148,6 +160,16 @@ class Operator:
         @kopf.on.login(registry=self.registry)
         def login(**_: Any) -> kopf.ConnectionInfo:
             return _connection_info(self.creds)
+
+    def _metrics_tls(self) -> ServingTLS | None:
+        if not self.settings.metrics_secure:
+            return None
+        try:
+            tls = serving_context(self.settings.metrics_cert_dir)
+        except MetricsCertError as err:
+            raise StartupError(str(err)) from None
+        log.info("Metrics certificate", extra={"source": tls.source})
+        return tls
 
     def _controller(self, watch: Watch) -> Controller:
         gvk = watch.gvk
@@ -224,6 +246,8 @@ class Operator:
                 servers.push_async_callback(server.stop)
             servers.push_async_callback(self.client.close)
             await self._wait_for_api_server(stop)
+            checking = asyncio.create_task(self._check_api_server(stop))
+            servers.push_async_callback(_cancel, checking)
             if self.leader is None:
                 await self._act(stop)
             else:
@@ -231,6 +255,7 @@ class Operator:
 
     async def _act(self, stop: asyncio.Event) -> None:
         """What only the leader does: dependent watches, controllers and kopf's watches."""
+        self.readiness.acting()
         async with contextlib.AsyncExitStack() as watches:
             if self.settings.inject_owner_ref:
                 await self.dependents.start()
@@ -248,10 +273,19 @@ class Operator:
         workers = [asyncio.create_task(c.run()) for c in self.controllers]
         stopped = asyncio.create_task(stop.wait())
         watches_stop = asyncio.Event()  # kopf stops after the drain, not on the signal
+        kopf_started = asyncio.Event()
+        insights = Insights()
         kopf_task = asyncio.create_task(
-            self._watch(watches_stop, on_signal=on_stop_signal(stop, self.gate))
+            self._watch(
+                watches_stop,
+                on_signal=on_stop_signal(stop, self.gate),
+                started=kopf_started,
+                insights=insights,
+            )
         )
         tasks = [stopped, kopf_task, *workers]
+        # Not among the tasks waited for: its end is no reason to stop.
+        confirming = asyncio.create_task(self._confirm_watches(stop, kopf_started, insights))
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
@@ -261,6 +295,7 @@ class Operator:
         finally:
             stop.set()
             watches_stop.set()
+            await _cancel(confirming)
             for task in tasks:
                 task.cancel()
             for task in tasks:
@@ -274,6 +309,7 @@ class Operator:
             delay = backoff.next_delay()
             try:
                 await self.client.get("/version")
+                self.readiness.api_answered()
                 return
             except UntrustedServer as err:  # a wrong CA does not heal by waiting
                 raise StartupError(str(err)) from err
@@ -287,8 +323,68 @@ class Operator:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), delay)
 
-    async def _watch(self, stop: asyncio.Event, *, on_signal: Callable[[], None]) -> None:
-        """kopf's watches; restarted if they ever give up (a very long API outage, say)."""
+    async def _check_api_server(self, stop: asyncio.Event) -> None:
+        """Tell readiness, every few seconds, whether the API server still answers."""
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), API_CHECK_INTERVAL)
+                return
+            try:
+                await asyncio.wait_for(self.client.get("/version"), API_CHECK_INTERVAL)
+                self.readiness.api_answered()
+            except (TimeoutError, ApiError, Unreachable, UntrustedServer) as err:
+                self.readiness.api_failed()
+                log.debug("API server check failed", extra={"error": str(err) or "timeout"})
+
+    async def _confirm_watches(
+        self, stop: asyncio.Event, kopf_started: asyncio.Event, insights: Insights
+    ) -> None:
+        """Readiness once kopf watches every watched kind and each can be listed where it is
+        watched with these credentials. A kind that is not served is not watched: kopf picks
+        it up when its CRD appears only when watching all namespaces (CRDs scanned)."""
+        await kopf_started.wait()
+        wanted = {
+            (c.watch.gvk.group, c.watch.gvk.version, c.watch.gvk.kind) for c in self.controllers
+        }
+
+        def all_watched() -> bool:
+            watched = {(r.group, r.version, r.kind) for r in insights.watched_resources}
+            return wanted <= watched
+
+        async with insights.revised:
+            await insights.revised.wait_for(all_watched)
+        namespaces: list[str | None] = list(self.settings.watch_namespaces) or [None]
+        backoff = Backoff(base=1.0, cap=30.0)
+        for controller in self.controllers:
+            gvk = controller.watch.gvk
+            while not stop.is_set():
+                try:
+                    info = await self.discovery.resource(gvk.api_version, gvk.kind)
+                    for namespace in namespaces:
+                        await self.client.get(info.path(namespace), params={"limit": "1"})
+                    break
+                except (ApiError, Unreachable) as err:
+                    delay = backoff.next_delay()
+                    log.warning(
+                        "Cannot list a watched kind",
+                        extra={"gvk": str(gvk), "error": str(err), "retry_in": delay},
+                    )
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), delay)
+        if not stop.is_set():
+            self.readiness.watches_established()
+            log.info("Watches established")
+
+    async def _watch(
+        self,
+        stop: asyncio.Event,
+        *,
+        on_signal: Callable[[], None],
+        started: asyncio.Event,
+        insights: Insights,
+    ) -> None:
+        """kopf's watches; restarted if they ever give up (a very long API outage, say).
+        ``started`` is set once kopf has done its start-up; ``insights`` says what it watches."""
         namespaces = self.settings.watch_namespaces
         while not stop.is_set():
             try:
@@ -300,6 +396,8 @@ class Operator:
                     clusterwide=not namespaces,
                     namespaces=list(namespaces),
                     stop_flag=stop,
+                    ready_flag=started,
+                    insights=insights,
                 )
             except Exception:
                 log.exception("The watches stopped; restarting them")
@@ -307,6 +405,12 @@ class Operator:
                     await asyncio.wait_for(stop.wait(), 5)
             else:
                 return
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def _connection_info(creds: Credentials) -> kopf.ConnectionInfo:

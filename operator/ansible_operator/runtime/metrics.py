@@ -6,10 +6,15 @@ differences: the reconcile histogram measures the Ansible run itself, not its se
 build info also names the ansible-core and ansible-runner versions the runs use. The metrics
 endpoint serves these together with the user metrics that roles post; the probe endpoint answers
 ``/healthz`` and ``/readyz`` as upstream's does. A bind address of ``0`` turns an endpoint off.
+With ``--metrics-secure`` the metrics endpoint speaks HTTPS (runtime/metrics_tls.py), and with
+``--metrics-require-rbac`` each scrape passes the TokenReview/SubjectAccessReview filter
+(runtime/metrics_auth.py) first. ``/readyz`` answers what runtime/readiness.py decides.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Iterable
 
@@ -19,6 +24,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ansible_operator import __version__
 from ansible_operator.runner.versions import AnsibleVersions
+from ansible_operator.runtime.metrics_auth import MetricsAuth
+from ansible_operator.runtime.metrics_tls import RELOAD_INTERVAL, MetricsCertError, ServingTLS
 
 log = logging.getLogger("metrics")
 
@@ -75,13 +82,18 @@ class Endpoints:
         metrics_address: str,
         probe_address: str,
         registries: Iterable[CollectorRegistry],
-        ready: Callable[[], bool] = lambda: True,
+        ready: Callable[[], str | None] = lambda: None,
+        metrics_tls: ServingTLS | None = None,  # None: plain HTTP
+        metrics_auth: MetricsAuth | None = None,  # None: anyone may scrape
     ) -> None:
         self._metrics_at = parse_bind_address(metrics_address)
         self._probes_at = parse_bind_address(probe_address)
         self._registries = list(registries)
         self._ready = ready
+        self._metrics_tls = metrics_tls
+        self._metrics_auth = metrics_auth
         self._runners: list[web.AppRunner] = []
+        self._reloading: asyncio.Task[None] | None = None
 
     async def _metrics(self, _: web.Request) -> web.Response:
         body = b"".join(generate_latest(r) for r in self._registries)
@@ -91,15 +103,19 @@ class Endpoints:
         return web.Response(text="ok")
 
     async def _readyz(self, _: web.Request) -> web.Response:
-        if self._ready():
+        why_not = self._ready()
+        if why_not is None:
             return web.Response(text="ok")
-        return web.Response(status=503, text="not ready")
+        return web.Response(status=503, text=f"not ready: {why_not}")
 
     async def start(self) -> None:
         if self._metrics_at:
-            app = web.Application()
+            auth = self._metrics_auth
+            app = web.Application(middlewares=[auth.middleware] if auth else [])
             app.router.add_get("/metrics", self._metrics)
-            await self._serve(app, self._metrics_at, "metrics")
+            await self._serve(app, self._metrics_at, "metrics", tls=self._metrics_tls)
+            if self._metrics_tls is not None and self._metrics_tls.files is not None:
+                self._reloading = asyncio.create_task(self._reload(self._metrics_tls))
         if self._probes_at:
             app = web.Application()
             for path in ("/healthz", "/healthz/ping", "/healthz/healthz"):
@@ -108,10 +124,17 @@ class Endpoints:
                 app.router.add_get(path, self._readyz)
             await self._serve(app, self._probes_at, "health probes")
 
-    async def _serve(self, app: web.Application, where: tuple[str, int], what: str) -> None:
+    async def _serve(
+        self,
+        app: web.Application,
+        where: tuple[str, int],
+        what: str,
+        *,
+        tls: ServingTLS | None = None,
+    ) -> None:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, where[0], where[1])
+        site = web.TCPSite(runner, where[0], where[1], ssl_context=tls.context if tls else None)
         try:
             await site.start()
         except OSError as err:
@@ -120,9 +143,24 @@ class Endpoints:
                 f"{what}: cannot listen on {where[0]}:{where[1]}: {err.strerror}"
             ) from None
         self._runners.append(runner)
-        log.info(f"Serving {what}", extra={"address": f"{where[0]}:{where[1]}"})
+        log.info(
+            f"Serving {what}", extra={"address": f"{where[0]}:{where[1]}", "secure": bool(tls)}
+        )
+
+    async def _reload(self, tls: ServingTLS) -> None:
+        while True:
+            await asyncio.sleep(RELOAD_INTERVAL)
+            try:
+                if tls.reload_if_changed():
+                    log.info("Metrics certificate reloaded", extra={"source": tls.source})
+            except MetricsCertError as err:
+                log.error("Metrics certificate not reloaded", extra={"error": str(err)})
 
     async def stop(self) -> None:
+        if self._reloading is not None:
+            self._reloading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reloading
         for runner in self._runners:
             await runner.cleanup()
         self._runners.clear()
