@@ -90,6 +90,7 @@ def test_up_is_idempotent_status_reports_a_crash_and_down_cleans_up(tmp_path):
     assert down.returncode == 0, down.stderr
     for ref in [*refs.values(), *new_refs.values()]:
         assert not processes.is_running(ref)
-    for port in [*ports.values(), *new_ports.values()]:
+    # The first cluster's ports were freed when `up` replaced it: anything may hold them since.
+    for port in new_ports.values():
         assert not processes.port_is_listening(port), f"port {port} still listening"
     assert dev_cluster("status", state_dir=state_dir).returncode == 1
