@@ -50,7 +50,7 @@ def test_up_is_idempotent_status_reports_a_crash_and_down_cleans_up(tmp_path):
     assert first.returncode == 0, first.stderr
     kubeconfig = first.stdout.strip()
     assert kubeconfig == str(state_dir.resolve() / "admin.kubeconfig")
-    refs, ports = recorded(state_dir)
+    refs, _ = recorded(state_dir)
     assert set(refs) == {
         "etcd",
         "kube-apiserver",
