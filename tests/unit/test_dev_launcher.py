@@ -143,11 +143,15 @@ def pids_of(path: Path) -> tuple[int, int]:
 
 def test_start_waits_until_ready_and_stop_ends_the_whole_process_group(tmp_path, fake):
     operator = launcher.start(config(tmp_path))
-    leader, child = pids_of(fake)
-    assert leader == operator.proc.pid and alive(child)
-    assert os.getpgid(child) == leader, "the operator leads a process group of its own"
-    assert f"fake: serving {operator.ports.probes}" in (tmp_path / "operator.log").read_text()
-    assert operator.metrics_url == f"http://127.0.0.1:{operator.ports.metrics}/metrics"
+    try:
+        leader, child = pids_of(fake)
+        assert leader == operator.proc.pid and alive(child)
+        assert os.getpgid(child) == leader, "the operator leads a process group of its own"
+        assert f"fake: serving {operator.ports.probes}" in (tmp_path / "operator.log").read_text()
+        assert operator.metrics_url == f"http://127.0.0.1:{operator.ports.metrics}/metrics"
+    except BaseException:
+        operator.stop()  # a failed check leaves no process behind
+        raise
 
     assert operator.stop() == 0
     assert not alive(leader)
@@ -202,9 +206,13 @@ def test_a_detached_operator_is_recorded_found_and_stopped_by_another_process(tm
     state_dir = tmp_path / "state"
     state_dir.mkdir()
     state = launcher.start_detached(config(tmp_path), state_dir)
-    recorded = json.loads((state_dir / "operator.json").read_text())
-    assert recorded["pid"] == state.pid and recorded["metrics_port"] == state.metrics_port
-    assert launcher.running_detached(state_dir) == state
+    try:
+        recorded = json.loads((state_dir / "operator.json").read_text())
+        assert recorded["pid"] == state.pid and recorded["metrics_port"] == state.metrics_port
+        assert launcher.running_detached(state_dir) == state
+    except BaseException:
+        launcher.stop_detached(state_dir)  # a failed check leaves no process behind
+        raise
 
     # Stopped by another process, as molecule's destroy.yml does.
     code = (
