@@ -582,3 +582,20 @@ def test_ansible_verbosity_for(env: dict[str, str], gvk: GVK, expected: int) -> 
 def test_env_messages_for(env: dict[str, str], messages: list[str]) -> None:
     s = build_run_settings(["--max-concurrent-reconciles=4"], env)
     assert s.env_messages_for(MEMCACHED) == messages
+
+
+def test_help_shows_each_default_as_pflag_prints_it_and_the_overriding_variables(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        parse_run_args(["--help"], environ={})
+    assert exit_.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    for expected in (
+        "Path to the watches file to use (default ./watches.yaml)",
+        "Default reconcile period for controllers (default 10h0m0s)",
+        "unless this flag is false (default true)",
+        "(default 30s)",  # --graceful-shutdown-timeout
+        "[environment: MAX_CONCURRENT_RECONCILES_<KIND>_<GROUP>]",
+        "[environment: ANSIBLE_VERBOSITY_<KIND>_<GROUP>]",
+        "[environment: OPERATOR_NAME, when the flag is not given]",
+    ):
+        assert expected in text, expected

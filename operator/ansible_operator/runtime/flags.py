@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, TextIO
 
 from ansible_operator.core.watches import GVK
-from ansible_operator.gocompat.durations import parse_go_duration
+from ansible_operator.gocompat.durations import format_go_duration, parse_go_duration
 from ansible_operator.gocompat.strconv import atoi, parse_bool, parse_int, quote
 
 PROG = "ansible-operator"
@@ -49,6 +49,9 @@ def _non_negative_duration(text: str) -> float:
     if seconds < 0:
         raise ValueError("must not be negative")
     return seconds
+
+
+_DURATION_PARSERS = (_duration, _non_negative_duration)
 
 
 def _port(text: str) -> int:
@@ -90,6 +93,17 @@ class _Flag:
     default: Any
     help: str
     deprecated: str | None = None
+    environment: str | None = None  # the variable that overrides it, as --help says
+
+    def shown_default(self, default: Any) -> str | None:
+        """The default as pflag prints it (`10h0m0s`, `true`), or None when there is none."""
+        if default is None or default == "":
+            return None
+        if self.is_bool:
+            return "true" if default else "false"
+        if self.parse in _DURATION_PARSERS:
+            return format_go_duration(default)
+        return str(default)
 
     @property
     def is_bool(self) -> bool:
@@ -110,6 +124,7 @@ def _flags() -> tuple[_Flag, ...]:
             parse_int,
             2,
             "Ansible verbosity. Overridden by environment variable.",
+            environment="ANSIBLE_VERBOSITY_<KIND>_<GROUP>",
         ),
         _Flag(
             "ansible-roles-path",
@@ -143,6 +158,7 @@ def _flags() -> tuple[_Flag, ...]:
             None,  # filled in at parse time: CPUs available to this process
             "Maximum number of concurrent reconciles for controllers. Overridden by environment "
             "variable.",
+            environment="MAX_CONCURRENT_RECONCILES_<KIND>_<GROUP>",
         ),
         _Flag(
             "metrics-addr",
@@ -178,6 +194,7 @@ def _flags() -> tuple[_Flag, ...]:
             str,
             "",
             "Name of the configmap that is used for holding the leader lock.",
+            environment="OPERATOR_NAME, when the flag is not given",
         ),
         _Flag(
             "leader-election-namespace",
@@ -448,6 +465,9 @@ def _build_parser(max_workers: int) -> argparse.ArgumentParser:
     for flag in _FLAGS:
         default = max_workers if flag.name == "max-concurrent-reconciles" else flag.default
         help_text = flag.help + (f" (deprecated: {flag.deprecated})" if flag.deprecated else "")
+        shown = flag.shown_default(default)
+        help_text += f" (default {shown})" if shown is not None else ""
+        help_text += f" [environment: {flag.environment}]" if flag.environment else ""
         parser.add_argument(
             f"--{flag.name}",
             dest=flag.name.replace("-", "_"),
