@@ -262,6 +262,22 @@ def _error_lines(logs: str) -> list[str]:
     return [line for line in logs.splitlines() if line.strip() and not line.startswith("{")]
 
 
+def test_an_image_whose_ansible_finds_no_kubernetes_core_exits_with_one_line(
+    cluster, pod, tmp_path
+):
+    """As an image built without the collections: its Ansible is told not to look in Python's
+    site-packages, where the image keeps kubernetes.core."""
+    secrets = service_account_dir(tmp_path / "sa", cluster.kubeconfig, "x", "default")
+    pod.start({"args": []}, secrets, {"ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false"})
+    wait_until(lambda: not pod.running(), what="the operator to exit", timeout=120)
+    assert pod.exit_code() != 0
+    (line,) = _error_lines(pod.logs())
+    assert line.startswith(
+        "ansible-operator run: the Ansible collection kubernetes.core is not installed where "
+        "/opt/venv/bin/ansible-galaxy looks"
+    ), line
+
+
 def test_with_a_wrong_ca_the_operator_exits_with_one_line(cluster, pod, tmp_path):
     secrets = service_account_dir(tmp_path / "sa", cluster.kubeconfig, "x", "default")
     ca_key = tmp_path / "other-ca.pem"

@@ -155,3 +155,46 @@ def test_run_refuses_too_old_an_ansible_core_in_one_line(tmp_path):
         "is not supported: install ansible-core 2.18 or newer (2.18 is the default, as "
         "upstream's image)"
     )
+
+
+def fake_galaxy(bindir: Path, listing: str) -> None:
+    """An `ansible-galaxy` beside the fake `ansible-playbook` that prints ``listing``."""
+    path = bindir / "ansible-galaxy"
+    path.write_text(f"#!/bin/sh\necho '{listing}'\n")
+    path.chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        ('{"/c": {"kubernetes.core": {"version": "5.4.1"}}}', {"kubernetes.core"}),
+        ("{}", set()),
+        ("not json", set()),
+        ("[]", set()),
+    ],
+)  # fmt: skip
+def test_the_collections_are_read_from_ansible_galaxy(output, expected):
+    assert versions.parse_collections(output) == expected
+
+
+def test_an_ansible_without_kubernetes_core_is_refused_in_one_line(tmp_path):
+    runner = fake_ansible(tmp_path / "bin", core="2.18.19")
+    fake_galaxy(tmp_path / "bin", "{}")
+    found = versions.probe(runner, {"PATH": "/usr/bin:/bin"})
+    with pytest.raises(versions.UnsupportedAnsible) as err:
+        versions.check_collections(found, {"PATH": "/usr/bin:/bin"})
+    assert str(err.value).startswith(
+        f"the Ansible collection kubernetes.core is not installed where {tmp_path}/bin/"
+        "ansible-galaxy looks (its default paths and Python's site-packages): install it"
+    )
+    fake_galaxy(tmp_path / "bin", '{"/c": {"kubernetes.core": {"version": "5.4.1"}}}')
+    versions.check_collections(found, {"PATH": "/usr/bin:/bin"})  # found: no error
+
+
+def test_the_real_ansible_finds_kubernetes_core_and_not_without_site_packages():
+    found = versions.probe(find_ansible_runner())
+    versions.check_collections(found)
+    with pytest.raises(versions.UnsupportedAnsible, match=r"kubernetes\.core is not installed"):
+        versions.check_collections(
+            found, {**os.environ, "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false"}
+        )

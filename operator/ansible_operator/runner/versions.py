@@ -3,11 +3,13 @@
 The answer comes from the executables a run starts (`ansible-runner` and the `ansible-playbook`
 it finds on the run's PATH), each asked with `--version`, not from what this Python can import:
 the two differ when the operator and Ansible live in different environments. The operator asks
-once at start and refuses an ansible-core older than `MINIMUM_CORE`, in one line.
+once at start and refuses an ansible-core older than `MINIMUM_CORE`, or one that cannot find
+the collections every operator's roles need (`REQUIRED_COLLECTIONS`), in one line.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -24,6 +26,8 @@ SUPPORTED_RANGE = "ansible-core 2.18 or newer (2.18 is the default, as upstream'
 _CORE_VERSION = re.compile(r"\[core (\d+)\.(\d+)\.(\S+)\]")  # ansible-playbook [core 2.18.6]
 _RUNNER_VERSION = re.compile(r"^(\d+\.\d+\S*)\s*$", re.MULTILINE)
 _PROBE_TIMEOUT = 60.0
+# The roles reach the API server through kubernetes.core's modules (upstream's image has it too).
+REQUIRED_COLLECTIONS = ("kubernetes.core",)
 
 
 class UnsupportedAnsible(RunnerError):
@@ -71,6 +75,33 @@ def check_supported(versions: AnsibleVersions) -> None:
         )
 
 
+def parse_collections(output: str) -> set[str]:
+    """The collection names in `ansible-galaxy collection list --format json` output."""
+    try:
+        listed = json.loads(output or "{}")
+    except ValueError:
+        return set()
+    if not isinstance(listed, dict):
+        return set()
+    return {name for found in listed.values() if isinstance(found, dict) for name in found}
+
+
+def check_collections(versions: AnsibleVersions, env: Mapping[str, str] | None = None) -> None:
+    """Refuse, in one line, an Ansible that cannot find one of `REQUIRED_COLLECTIONS`: every run
+    would fail with "couldn't resolve module" otherwise."""
+    environ = dict(os.environ if env is None else env)
+    galaxy = os.path.join(os.path.dirname(versions.playbook), "ansible-galaxy")
+    for name in REQUIRED_COLLECTIONS:
+        listed = _output([galaxy, "collection", "list", name, "--format", "json"], environ)
+        if name not in parse_collections(listed):
+            where = environ.get("ANSIBLE_COLLECTIONS_PATH") or "its default paths"
+            raise UnsupportedAnsible(
+                f"the Ansible collection {name} is not installed where {galaxy} looks "
+                f"({where} and Python's site-packages): install it (it comes with the "
+                f"`ansible` package, or: ansible-galaxy collection install {name})"
+            )
+
+
 def probe(runner_executable: str, env: Mapping[str, str] | None = None) -> AnsibleVersions:
     """Ask the executables a run of `runner_executable` uses for their versions."""
     environ = dict(os.environ if env is None else env)
@@ -101,5 +132,5 @@ def _output(command: list[str], env: Mapping[str, str]) -> str:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as err:
-        raise UnsupportedAnsible(f"cannot run {command[0]} --version: {err}") from None
+        raise UnsupportedAnsible(f"cannot run {' '.join(command)}: {err}") from None
     return done.stdout

@@ -102,8 +102,11 @@ class Operator:
         if runner is None:
             # As upstream, the path flags are the roles' and collections' paths of every run.
             cold = ColdRunner(environ=settings.ansible_environ())
-            # The Ansible the runs will use, asked once: too old an ansible-core is refused here.
+            # The Ansible the runs will use, asked once: too old an ansible-core, or one without
+            # kubernetes.core, is refused here.
             ansible = versions.probe(cold.executable, cold.environ)
+            versions.check_supported(ansible)
+            versions.check_collections(ansible, cold.environ)
             runner = cold
         elif ansible is None:
             raise ValueError("a runner given without the Ansible versions it runs")
