@@ -214,17 +214,22 @@ def test_a_run_past_its_timeout_fails_saying_so_and_leaves_no_process(
     operator.write_watches([{"kind": "Sleeper", "role": "sleeper", "runTimeout": "4s"}])
     operator.start()
     create(crs, namespace, "Sleeper", "zz", {"seconds": 300})
+    # The first run's task: a `sleep 300` under its ansible-playbook.
+    first_run = set(
+        wait_until(lambda: ansible_processes_for("sleep 300"), what="the run's sleep", timeout=120)
+    )
     obj = wait_condition(crs, namespace, "Sleeper", "zz", "Failure")
     failure = condition(obj, "Failure")
     assert failure["reason"] == "Timeout"
     assert "timed out after 4s" in failure["message"]
     assert config_map_data(core, namespace, "zz-slept") is None
-    # The runner's input dir names the CR: no process may still run from it.
-    marker = f"/Sleeper/{namespace}/zz"
+    # Every process of the timed-out run is gone (the retry that follows has processes of its
+    # own, with other pids).
     wait_until(
-        lambda: not ansible_processes_for(marker), what="no ansible process left", timeout=30
+        lambda: not first_run & set(ansible_processes_for("sleep 300")),
+        what="no process of the timed-out run left",
+        timeout=30,
     )
-    assert not [p for p in ansible_processes_for("sleep 300")]
 
 
 def test_killing_the_operator_mid_run_ends_in_a_correct_status(operator, crs, core, namespace):
