@@ -8,7 +8,7 @@ OPERATOR := $(BIN)/ansible-operator
 PYTEST_ARGS ?=
 
 .PHONY: run test lint unit e2e molecule venv cluster-up cluster-down cluster-status binaries clean \
-	image image-test docker-build docker-push deploy undeploy \
+	image image-test docker-build docker-push deploy undeploy bench \
 	venv-ansible-core-2.19 e2e-ansible-core-2.19
 
 $(STAMP): pyproject.toml
@@ -92,6 +92,9 @@ e2e-ansible-core-2.19: $(VENV_2_19)/.installed  ## the runtime's e2e layer on an
 e2e: $(STAMP)
 	$(OPERATOR) dev-cluster build
 	$(BIN)/pytest tests/e2e $(PYTEST_ARGS)
+
+bench: $(STAMP)  ## the runner's cost over plain ansible-playbook (bench/runner_cold_overhead.md)
+	$(BIN)/python bench/runner_cold_overhead.py --rounds 9
 
 # The image, with podman in place of a Docker engine (installed on first use, as root, from
 # Debian's packages); its store is private (~/.cache/ansible-operator/podman).
