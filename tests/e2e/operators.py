@@ -5,6 +5,7 @@ its reconcile counters on ``/metrics``."""
 from __future__ import annotations
 
 import json
+import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -111,3 +112,9 @@ def records_of(records: list[dict], msg: str, **fields) -> list[dict]:
     return [
         r for r in records if r.get("msg") == msg and all(r.get(k) == v for k, v in fields.items())
     ]
+
+
+def processes_matching(fragment: str) -> list[str]:
+    """`pid args` of every process on the machine whose command line holds `fragment`."""
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if fragment in line and "ps -eo" not in line]

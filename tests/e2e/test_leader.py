@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from kubernetes.client.rest import ApiException
 from ansible_operator.devcluster.processes import free_ports
 
 from .crds import GROUP, VERSION
-from .operators import Operator
+from .operators import Operator, processes_matching
 from .project import RepoOperator, install_repo_crds, kubectl
 from .resources import config_map_data, new_cr, wait_condition
 from .test_config import install, service_account_kubeconfig, uninstall
@@ -253,11 +252,6 @@ def test_the_shipped_rbac_lets_the_operator_hold_and_release_its_lease(
         uninstall(installed)
 
 
-def ansible_processes_for(fragment: str) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if fragment in line and "ps -eo" not in line]
-
-
 def test_a_leader_whose_lease_is_taken_kills_its_runs_and_exits(
     replicas, coordination, crs, namespace
 ):
@@ -269,7 +263,7 @@ def test_a_leader_whose_lease_is_taken_kills_its_runs_and_exits(
         GROUP, VERSION, namespace, "sleepers", new_cr("Sleeper", "nap", {"seconds": 4321})
     )
     wait_condition(crs, namespace, "Sleeper", "nap", "Running", reason="Running")
-    wait_until(lambda: ansible_processes_for("sleep 4321"), what="the role's sleep to run")
+    wait_until(lambda: processes_matching("sleep 4321"), what="the role's sleep to run")
 
     # Someone else holds the Lease now: one's next renewal finds out.
     lease = coordination.read_namespaced_lease(LEASE, namespace)
@@ -278,5 +272,5 @@ def test_a_leader_whose_lease_is_taken_kills_its_runs_and_exits(
 
     assert one.proc is not None and one.proc.wait(60) == 1
     assert "the Lease is held by intruder" in one.log().strip().splitlines()[-1]
-    assert not ansible_processes_for("sleep 4321"), "the run was killed before the exit"
+    assert not processes_matching("sleep 4321"), "the run was killed before the exit"
     assert holder(coordination, namespace) == "intruder"  # not one's to release

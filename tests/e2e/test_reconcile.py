@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from .crds import GROUP, VERSION
-from .operators import ROLES, STRUCTURED_LOG, records_of
+from .operators import ROLES, STRUCTURED_LOG, processes_matching, records_of
 from .resources import condition, config_map_data, new_cr, wait_condition
 from .waiting import wait_until
 
@@ -203,11 +202,6 @@ def operator_role(name):
     return ROLES / name
 
 
-def ansible_processes_for(path_part):
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if path_part in line and "ps -eo" not in line]
-
-
 def test_a_run_past_its_timeout_fails_saying_so_and_leaves_no_process(
     operator, crs, core, namespace
 ):
@@ -216,7 +210,7 @@ def test_a_run_past_its_timeout_fails_saying_so_and_leaves_no_process(
     create(crs, namespace, "Sleeper", "zz", {"seconds": 300})
     # The first run's task: a `sleep 300` under its ansible-playbook.
     first_run = set(
-        wait_until(lambda: ansible_processes_for("sleep 300"), what="the run's sleep", timeout=120)
+        wait_until(lambda: processes_matching("sleep 300"), what="the run's sleep", timeout=120)
     )
     obj = wait_condition(crs, namespace, "Sleeper", "zz", "Failure")
     failure = condition(obj, "Failure")
@@ -226,7 +220,7 @@ def test_a_run_past_its_timeout_fails_saying_so_and_leaves_no_process(
     # Every process of the timed-out run is gone (the retry that follows has processes of its
     # own, with other pids).
     wait_until(
-        lambda: not first_run & set(ansible_processes_for("sleep 300")),
+        lambda: not first_run & set(processes_matching("sleep 300")),
         what="no process of the timed-out run left",
         timeout=30,
     )
