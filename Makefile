@@ -8,7 +8,7 @@ OPERATOR := $(BIN)/ansible-operator
 PYTEST_ARGS ?=
 
 .PHONY: run test lint unit e2e molecule venv cluster-up cluster-down cluster-status binaries clean \
-	image image-test docker-build docker-push deploy undeploy bench \
+	image image-test docker-build docker-push deploy undeploy bench soak \
 	venv-ansible-core-2.19 e2e-ansible-core-2.19
 
 $(STAMP): pyproject.toml
@@ -95,6 +95,18 @@ e2e: $(STAMP)
 
 bench: $(STAMP)  ## the runner's cost over plain ansible-playbook (bench/runner_cold_overhead.md)
 	$(BIN)/python bench/runner_cold_overhead.py --rounds 9
+
+# `make soak`: the fault suite of issue 13 (tests/soak/suite.py), outside `make test`: SOAK_N CRs
+# on a private cluster of its own, SOAK_DURATION seconds of seeded random faults (SIGKILL and
+# SIGTERM of the operator, the API server and etcd frozen, spec changes, deletions), then the end
+# state checked; it prints the counts and the time to converge, and fails on any violation.
+# SOAK_SEED repeats a run. tests/e2e/test_soak.py is its short version.
+SOAK_N ?= 200
+SOAK_DURATION ?= 600
+SOAK_SEED ?=
+soak: $(STAMP)  ## the fault suite: make soak SOAK_N=200 SOAK_DURATION=600 [SOAK_SEED=...]
+	$(OPERATOR) dev-cluster build
+	$(BIN)/python -m tests.soak --n=$(SOAK_N) --duration=$(SOAK_DURATION) $(if $(SOAK_SEED),--seed=$(SOAK_SEED))
 
 # The image, with podman in place of a Docker engine (installed on first use, as root, from
 # Debian's packages); its store is private (~/.cache/ansible-operator/podman).

@@ -37,6 +37,7 @@ from tests.e2e.cluster import Cluster, fresh_namespace
 from tests.e2e.crds import GROUP, VERSION, install_crds, kind_crd
 from tests.e2e.operators import Operator
 from tests.e2e.resources import condition, new_cr
+from tests.e2e.waiting import wait_until
 
 from . import journal
 
@@ -45,6 +46,8 @@ LEASE_SECONDS = 15  # the operator's default --leader-elect-lease-duration
 TAG_ENV = "ANSIBLE_OPERATOR_SOAK_TAG"  # in the operator's environment, so in its runs'
 FAULTS = ("sigkill", "sigterm", "freeze", "change", "delete")
 WEIGHTS = (2, 2, 1, 4, 1)  # spec changes most often; deletions rarer, so that most CRs remain
+LEASE_ACQUIRED = "Successfully acquired lease"  # the operator's log line
+LEAD_TIMEOUT = 120.0  # for a restarted operator to take the Lease over
 STOP_TIMEOUT = 180.0  # for a SIGTERMed operator to exit, its graceful timeout included
 PROCESS_TIMEOUT = 120.0  # for orphaned runs of deleted CRs to end after the operator stopped
 
@@ -97,7 +100,7 @@ class Soak:
         self.crs = crs
         self.core = core
         self.rng = random.Random(config.seed)
-        self.report = Report(config.seed)
+        self.report = Report(config.seed, Counter({"operator exits on its own": 0}))
         self.journal_path = config.workdir / "journal"
         self.tag = uuid.uuid4().hex
         self.operator = Operator(
@@ -111,6 +114,7 @@ class Soak:
         self.deleted: dict[str, str] = {}  # name -> uid of the CRs deleted on purpose
         self.frozen: list[int] = []  # pids stopped by a freeze, for `thaw`
         self.freeze_since_start = False
+        self.log_mark = 0  # where the log of the running operator process begins
         self.state_counts: Counter[str] = Counter()
         self.began = time.monotonic()
 
@@ -130,6 +134,7 @@ class Soak:
             env={TAG_ENV: self.tag},
         )
         self.freeze_since_start = False
+        self.log_mark = len(self.operator.log())
         self.report.counts["operator starts"] += 1
         self.say(f"operator started (pid {self.operator.proc.pid}, graceful {graceful}s)")
 
@@ -172,9 +177,19 @@ class Soak:
                 self.report.violations.append(f"the operator exited with code {code} after SIGTERM")
         self.start_operator()
 
+    def leads(self) -> bool:
+        return LEASE_ACQUIRED in self.operator.log()[self.log_mark :]
+
     def freeze(self) -> None:
+        """Freeze the control plane under a leader (one restarted after a SIGKILL waits for its
+        predecessor's Lease to expire first), so that it loses its Lease."""
         low, high = self.config.freeze_seconds
         seconds = self.rng.uniform(low, high)
+        try:
+            wait_until(self.leads, what="the operator to hold its Lease", timeout=LEAD_TIMEOUT)
+        except AssertionError as err:
+            self.report.violations.append(str(err))
+            return
         self.frozen = [self.cluster.component_pid(c) for c in ("kube-apiserver", "etcd")]
         self.say(f"SIGSTOP to the API server and etcd for {seconds:.0f}s")
         for pid in self.frozen:
@@ -334,7 +349,7 @@ class Soak:
                 problems.append(f"{name}: deleted, but the CR is still there")
         owners = set(self.live.values())
         for name, cm in sorted(dependents.items()):
-            if not {ref.uid for ref in cm.metadata.owner_references or []} & owners:
+            if not owner_uids(cm) & owners:
                 counts["dependents orphaned"] += 1
                 problems.append(f"ConfigMap {name}: orphaned (no remaining CR owns it)")
         self.state_counts = counts
@@ -379,9 +394,14 @@ def dependent_problem(cm: client.V1ConfigMap | None, obj: dict) -> str | None:
     want = {"value": obj["spec"]["value"], "generation": str(obj["metadata"]["generation"])}
     if cm.data != want:
         return f"its ConfigMap holds {cm.data}, not {want}"
-    if obj["metadata"]["uid"] not in {ref.uid for ref in cm.metadata.owner_references or []}:
+    if obj["metadata"]["uid"] not in owner_uids(cm):
         return "its ConfigMap has no owner reference to it"
     return None
+
+
+def owner_uids(cm: client.V1ConfigMap) -> set[str]:
+    refs = cm.metadata.owner_references if cm.metadata is not None else None
+    return {ref.uid for ref in refs or []}
 
 
 def tagged_processes(tag: str) -> list[str]:
