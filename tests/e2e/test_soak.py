@@ -18,13 +18,13 @@ pytestmark = pytest.mark.e2e
 def test_short_fault_run_ends_converged_without_overlaps_or_leftovers(tmp_path: Path) -> None:
     config = SoakConfig(
         workdir=tmp_path,
-        n=6,
+        n=5,
         seed=int(os.environ.get("SOAK_SEED", "13")),
         plan=("sigkill", "sigterm", "freeze", "change", "change", "delete"),
-        # Longer than the Lease, so the leader loses it; the full soak's also outlast the
+        # Longer than the Lease, so that a leader loses it; the full soak's also outlast the
         # operator's 60 s request timeout, too long for this layer.
         freeze_seconds=(LEASE_SECONDS + 5, LEASE_SECONDS + 5),
-        fault_gap=(1.0, 5.0),
+        fault_gap=(1.0, 3.0),
         converge_timeout=300,
         say=lambda line: print(line, file=sys.stderr),
     )

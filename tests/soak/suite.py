@@ -100,7 +100,9 @@ class Soak:
         self.crs = crs
         self.core = core
         self.rng = random.Random(config.seed)
-        self.report = Report(config.seed, Counter({"operator exits on its own": 0}))
+        self.report = Report(
+            config.seed, Counter({"operator exits on its own": 0, "freezes under a leader": 0})
+        )
         self.journal_path = config.workdir / "journal"
         self.tag = uuid.uuid4().hex
         self.operator = Operator(
@@ -115,6 +117,7 @@ class Soak:
         self.frozen: list[int] = []  # pids stopped by a freeze, for `thaw`
         self.freeze_since_start = False
         self.log_mark = 0  # where the log of the running operator process begins
+        self.electing = False  # whether it runs with --leader-elect
         self.state_counts: Counter[str] = Counter()
         self.began = time.monotonic()
 
@@ -124,19 +127,33 @@ class Soak:
     # -- the operator --------------------------------------------------------------------------
 
     def start_operator(self) -> None:
+        """Start the operator, with leader election or without: a leader restarted after a
+        SIGKILL waits for its predecessor's Lease to expire, while its orphaned runs may end by
+        themselves; without it, the run lock alone keeps a restart from overlapping them."""
         graceful = self.rng.choice(self.config.graceful_seconds)
+        self.electing = self.rng.random() < 0.5
+        election = (
+            [
+                "--leader-elect",
+                "--leader-election-id=soak",
+                f"--leader-election-namespace={self.namespace}",
+            ]
+            if self.electing
+            else []
+        )
+        self.log_mark = len(self.operator.log())
         self.operator.start(
-            "--leader-elect",
-            "--leader-election-id=soak",
-            f"--leader-election-namespace={self.namespace}",
+            *election,
             f"--max-concurrent-reconciles={self.config.workers}",
             f"--graceful-shutdown-timeout={graceful}s",
             env={TAG_ENV: self.tag},
         )
         self.freeze_since_start = False
-        self.log_mark = len(self.operator.log())
         self.report.counts["operator starts"] += 1
-        self.say(f"operator started (pid {self.operator.proc.pid}, graceful {graceful}s)")
+        self.say(
+            f"operator started (pid {self.operator.proc.pid}, graceful {graceful}s,"
+            f" {'leader election' if self.electing else 'no leader election'})"
+        )
 
     def running(self) -> bool:
         return self.operator.launched is not None and self.operator.proc.poll() is None
@@ -181,15 +198,17 @@ class Soak:
         return LEASE_ACQUIRED in self.operator.log()[self.log_mark :]
 
     def freeze(self) -> None:
-        """Freeze the control plane under a leader (one restarted after a SIGKILL waits for its
-        predecessor's Lease to expire first), so that it loses its Lease."""
+        """Freeze the control plane; with leader election, once the operator leads, so that it
+        loses its Lease (and exits, to be restarted)."""
         low, high = self.config.freeze_seconds
         seconds = self.rng.uniform(low, high)
-        try:
-            wait_until(self.leads, what="the operator to hold its Lease", timeout=LEAD_TIMEOUT)
-        except AssertionError as err:
-            self.report.violations.append(str(err))
-            return
+        if self.electing:
+            try:
+                wait_until(self.leads, what="the operator to hold its Lease", timeout=LEAD_TIMEOUT)
+            except AssertionError as err:
+                self.report.violations.append(str(err))
+                return
+            self.report.counts["freezes under a leader"] += 1
         self.frozen = [self.cluster.component_pid(c) for c in ("kube-apiserver", "etcd")]
         self.say(f"SIGSTOP to the API server and etcd for {seconds:.0f}s")
         for pid in self.frozen:
