@@ -259,6 +259,10 @@ class Soak:
         assert name is not None
         self.say(f"deletion of {name}")
         self.report.counts["fault: deletion"] += 1
+        # Whether the garbage collector has something to collect for it, for the report.
+        with contextlib.suppress(ApiException):
+            self.core.read_namespaced_config_map(f"{name}-soak", self.namespace)
+            self.report.counts["deleted CRs that had a ConfigMap"] += 1
         self.crs.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, name)
         self.deleted[name] = self.live.pop(name)
 
