@@ -6,6 +6,7 @@ Ansible's syntax check of the guide's task examples is in tests/runner/test_guid
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -215,16 +216,23 @@ def make_targets() -> set[str]:
     return set(re.findall(r"^([A-Za-z0-9_.-]+):", text, re.MULTILINE))
 
 
-def check_ansible_operator(words: list[str]) -> None:
-    path = subcommand_path(words)
-    assert path, f"no ansible-operator command in {words}"
+@functools.cache
+def help_problem(path: tuple[str, ...]) -> str | None:
+    """What `ansible-operator <path> --help` printed on stderr if it did not exit 0."""
     helped = subprocess.run(
         [sys.executable, "-m", "ansible_operator.cli", *path, "--help"],
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert helped.returncode == 0, f"ansible-operator {' '.join(path)} --help: {helped.stderr}"
+    return None if helped.returncode == 0 else helped.stderr
+
+
+def check_ansible_operator(words: list[str]) -> None:
+    path = subcommand_path(words)
+    assert path, f"no ansible-operator command in {words}"
+    problem = help_problem(tuple(path))
+    assert problem is None, f"ansible-operator {' '.join(path)} --help: {problem}"
     if path == ["run"]:
         build_run_settings(words[1:], environ={})  # SettingsError on an unknown flag or value
         return
