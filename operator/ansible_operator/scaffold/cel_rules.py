@@ -168,7 +168,7 @@ def _literal(value: Any, option: str, spec: Any) -> tuple[str, str]:
         )
     if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in accepted):
         raise ConstraintError(
-            f"required_if on {option}: {value!r} is not a {kind}, so the rule could never apply"
+            f"required_if on {option}: {value!r} is not of type {kind}, so the rule could never apply"
         )
     if isinstance(value, bool):
         text = "true" if value else "false"

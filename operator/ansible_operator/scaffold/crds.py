@@ -224,7 +224,10 @@ def _check_placement(option: Mapping[str, Any], kind: str, *, where: str) -> Non
     """`elements` only on lists; `options` and constraints only where there are sub-options."""
     if "elements" in option and kind != "list":
         raise CrdError(f"{where}: key 'elements' is only for type: list, not type: {kind}")
-    this = f"type: {kind}" + (f" with elements: {option.get('elements')}" if kind == "list" else "")
+    this = f"type: {kind}"
+    if kind == "list":
+        elements = option.get("elements")
+        this += f" with elements: {elements}" if elements else " without elements"
     holds_options = kind == "dict" or (kind == "list" and option.get("elements") == "dict")
     for key in ("options", *cel_rules.CONSTRAINTS):
         if key in option and not holds_options:
