@@ -123,7 +123,10 @@ BROKEN = [
         "sizeLimit is required when claim is set",
     ),
     (
-        {"url": "u", "volumes": [{"name": "a", "claim": "c", "sizeLimit": "1Gi", "emptyDir": True}]},
+        {
+            "url": "u",
+            "volumes": [{"name": "a", "claim": "c", "sizeLimit": "1Gi", "emptyDir": True}],
+        },
         "spec.volumes[0]",
         "claim and emptyDir are mutually exclusive",
     ),
@@ -145,7 +148,10 @@ GOOD = [
         "cert": "c",
         "key": "k",
         "backend": {"socket": "/s", "retries": 1},
-        "volumes": [{"name": "a", "claim": "c", "sizeLimit": "1Gi"}, {"name": "b", "emptyDir": True}],
+        "volumes": [
+            {"name": "a", "claim": "c", "sizeLimit": "1Gi"},
+            {"name": "b", "emptyDir": True},
+        ],
     },
     {"url": "u", "state": "absent", "tls": False, "cert": "c", "key": "k", "source": "s"},
     {"url": "u", "backend": {"host": "h", "port": 1, "retries": 0}},

@@ -1,4 +1,4 @@
-"""Argument spec constraints as CEL rules: each rule's expression and message, and what is refused."""
+"""Argument spec constraints as CEL rules: each rule's expression and message, what is refused."""
 
 from __future__ import annotations
 
@@ -155,7 +155,10 @@ def test_field_names_are_escaped_as_kubernetes_cel_spells_them(name, cel):
         ({"required_if": [["state", "present"]]}, "required_if entries are [option, value"),
         ({"required_if": [["state", "present", "path"]]}, "required_if entries are"),
         ({"required_if": [["state", "present", ["path"], "yes"]]}, "fourth item"),
-        ({"required_if": [["size", "1", ["path"]]]}, "'1' is not of type int, so the rule could never"),
+        (
+            {"required_if": [["size", "1", ["path"]]]},
+            "'1' is not of type int, so the rule could never",
+        ),
         ({"required_if": [["tls", 1, ["path"]]]}, "1 is not of type bool"),
         ({"required_if": [["size", True, ["path"]]]}, "True is not of type int"),
         ({"required_if": [["labels", {}, ["path"]]]}, "only an option of type str, int"),

@@ -304,14 +304,17 @@ def test_first_difference_names_the_path():
     assert crds.first_difference({"a": 1}, {"a": 1, "b": 2}) == "b"
 
 
-# --- keys: unknown, misplaced, not expressible -----------------------------------------------------
+# --- keys: unknown, misplaced, not expressible ---------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("option", "message"),
     [
         ({"type": "int", "require": True}, "roles/x: o: unknown key 'require'"),
-        ({"type": "str", "elements": "str"}, "key 'elements' is only for type: list, not type: str"),
+        (
+            {"type": "str", "elements": "str"},
+            "key 'elements' is only for type: list, not type: str",
+        ),
         ({"type": "dict", "elements": "str"}, "key 'elements' is only for type: list"),
         (
             {"type": "str", "options": {"a": {}}},
@@ -331,8 +334,10 @@ def test_first_difference_names_the_path():
             "key 'mutually_exclusive' is only for type: dict",
         ),
         ({"type": "dict", "required_one_of": [["a", "b"]]}, "key 'required_one_of' needs the sub"),
-        ({"type": "list", "elements": "dict", "apply_defaults": True, "options": {}},
-         "key 'apply_defaults' is only for type: dict, not type: list"),  # fmt: skip
+        (
+            {"type": "list", "elements": "dict", "apply_defaults": True, "options": {}},
+            "key 'apply_defaults' is only for type: dict, not type: list",
+        ),
         (
             {"type": "dict", "apply_defaults": True, "options": {"a": {"required": True}}},
             "apply_defaults with the required sub-option 'a' would refuse every CR",
@@ -377,7 +382,9 @@ def test_what_a_crd_cannot_express_is_noted_with_where_and_otherwise_left_out():
 
 def test_an_unknown_entry_point_key_is_refused():
     with pytest.raises(CrdError, match="roles/x: main: unknown key 'mutualy_exclusive'"):
-        crds.spec_schema({"options": {}, "mutualy_exclusive": []}, camel=True, where="roles/x: main")
+        crds.spec_schema(
+            {"options": {}, "mutualy_exclusive": []}, camel=True, where="roles/x: main"
+        )
 
 
 # --- constraints: where the rules go -------------------------------------------------------------
@@ -411,7 +418,10 @@ def test_constraints_become_rules_on_spec_on_dicts_and_on_list_elements():
         }
     ]
     assert spec["properties"]["backend"]["x-kubernetes-validations"] == [
-        {"rule": "has(self.host) || has(self.socket)", "message": "one of host or socket is required"}
+        {
+            "rule": "has(self.host) || has(self.socket)",
+            "message": "one of host or socket is required",
+        }
     ]
     ports = spec["properties"]["ports"]
     assert "x-kubernetes-validations" not in ports
@@ -433,7 +443,9 @@ def test_without_snake_case_parameters_rules_use_the_option_names():
 
 
 def test_a_broken_constraint_is_refused_naming_where_it_is():
-    with pytest.raises(CrdError, match=r"^roles/x: main: mutually_exclusive must be a list of lists"):
+    with pytest.raises(
+        CrdError, match=r"^roles/x: main: mutually_exclusive must be a list of lists"
+    ):
         crds.spec_schema(
             {"options": {"a": {}, "b": {}}, "mutually_exclusive": ["a", "b"]},
             camel=True,

@@ -26,9 +26,9 @@ CONSTRAINTS = (
 
 # Kubernetes' CEL escaping of property names that are not plain identifiers.
 _CEL_RESERVED = frozenset(
-    "true false null in as break const continue else for function if import let loop package "
-    "namespace return var void while".split()
-)
+    ("true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
+     "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while")
+)  # fmt: skip
 _CEL_NAME = re.compile(r"^[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*$")
 _SCALAR_PYTHON: dict[str, tuple[type, ...]] = {
     "str": (str,),
@@ -168,14 +168,15 @@ def _literal(value: Any, option: str, spec: Any) -> tuple[str, str]:
         )
     if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in accepted):
         raise ConstraintError(
-            f"required_if on {option}: {value!r} is not of type {kind}, so the rule could never apply"
+            f"required_if on {option}: {value!r} is not of type {kind}, "
+            "so the rule could never apply"
         )
     if isinstance(value, bool):
         text = "true" if value else "false"
         return text, text
     if isinstance(value, str):
         return json.dumps(value), value
-    if kind == "float":
+    if kind == "float" and isinstance(value, int | float):
         return repr(float(value)), str(value)
     return str(value), str(value)
 
