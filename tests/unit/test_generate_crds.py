@@ -252,6 +252,20 @@ def test_what_cannot_be_expressed_is_one_warning_per_spec_file(project, capsys):
     ]
 
 
+def test_a_role_serving_two_versions_is_warned_about_once(project, capsys):
+    spec = {"argument_specs": {"main": {"options": {"size": {"type": "int", "aliases": ["n"]}}}}}
+    (project / "roles/memcached/meta/argument_specs.yml").write_text(yaml.safe_dump(spec))
+    watches = [
+        {"version": version, "group": "cache.example.com", "kind": "Memcached", "role": "memcached"}
+        for version in ("v1alpha1", "v1")
+    ]
+    (project / "watches.yaml").write_text(yaml.safe_dump(watches))
+    assert generate_crds() == 0
+    err = capsys.readouterr().err
+    assert err.count("warning: ") == 1
+    assert "aliases at argument_specs.main.options.size (" in err
+
+
 def test_an_unknown_option_key_is_refused_in_one_line_naming_role_option_and_key(project, capsys):
     spec = yaml.safe_load((project / "roles/memcached/meta/argument_specs.yml").read_text())
     spec["argument_specs"]["main"]["options"]["size"]["requried"] = True

@@ -246,7 +246,7 @@ def plan(
 def warning(spec_path: str, notes: crds.Unexpressed) -> str:
     """One line for everything an argument spec says that its CRD cannot: each key, where, why."""
     by_key: dict[str, list[str]] = {}
-    for key, where in notes:
+    for key, where in dict.fromkeys(notes):  # a role serving two versions is read twice
         by_key.setdefault(key, []).append(where.split(": ", 1)[-1])
     parts = [
         f"{key} at {', '.join(places)} ({crds.UNEXPRESSED[key]})" for key, places in by_key.items()
