@@ -15,6 +15,7 @@ from ansible_operator.devcluster import command as devcluster_command
 from ansible_operator.devcluster import image_command
 from ansible_operator.runner import RunnerError, find_ansible_runner, versions
 from ansible_operator.scaffold import generate
+from ansible_operator.scaffold import init as init_command
 from ansible_operator.scaffold import new_api as newapi
 
 _GOARCH = {"x86_64": "amd64", "aarch64": "arm64"}
@@ -50,8 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     devcluster_command.add_parser(subparsers)
     image_command.add_parser(subparsers)
     dev_command.add_parser(subparsers)
-    generate.add_parser(subparsers)
+    init_command.add_parser(subparsers)
     newapi.add_parser(subparsers)
+    generate.add_parser(subparsers)
     return parser
 
 
