@@ -59,9 +59,7 @@ def check_empty(project: Path) -> None:
         raise InitError(f"{project} is not a directory")
     in_the_way = sorted(p.name for p in project.iterdir() if p.name not in ALLOWED_ENTRIES)
     if in_the_way:
-        raise InitError(
-            f"{project} is not empty (only .git may be there): {', '.join(in_the_way)}"
-        )
+        raise InitError(f"{project} is not empty (only .git may be there): {', '.join(in_the_way)}")
 
 
 def files(project_name: str, domain: str) -> dict[str, str]:
