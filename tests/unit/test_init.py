@@ -260,23 +260,3 @@ def test_the_repositorys_rbac_has_the_scaffolds_rules(rendered):
     template = init.files("x", "example.com")["config/rbac/role.yaml"]
     for rule in yaml.safe_load(template)["rules"]:
         assert rule in ours, rule
-
-
-# --- --help of every command: defaults and examples ----------------------------------------------
-
-
-def _commands(parser, prefix=()) -> list[tuple[tuple[str, ...], object]]:
-    found = [(prefix, parser)]
-    for action in parser._actions:
-        for name, sub in (getattr(action, "choices", None) or {}).items():
-            if hasattr(sub, "_actions"):
-                found += _commands(sub, (*prefix, name))
-    return found
-
-
-@pytest.mark.parametrize("command", ["init", "new-api"])
-def test_help_shows_defaults_and_examples(command, capsys):
-    assert cli.main([command, "--help"]) == 0
-    out = capsys.readouterr().out
-    assert "default" in out
-    assert "example" in out

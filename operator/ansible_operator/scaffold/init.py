@@ -122,7 +122,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--domain",
         default="my.domain",
-        help="the domain of the API groups: --group cache gives cache.<domain> "
+        help="the domain of the API groups, appended to a kind's group "
         "(default: %(default)s, as operator-sdk)",
     )
     parser.add_argument(
