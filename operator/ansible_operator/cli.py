@@ -91,7 +91,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
-        quiet = (None, False, [], argparse.SUPPRESS)
+        quiet: tuple[object, ...] = (None, False, [], argparse.SUPPRESS)
         if "default" in text or action.default in quiet or not action.option_strings:
             return text
         return f"{text} (default: %(default)s)"
