@@ -115,7 +115,8 @@ def test_init_new_api_role_crds_and_molecule_from_the_wheel(venv, cluster, tmp_p
     test = project / "molecule/greeting/tasks/greeting_test.yml"
     test.write_text(VERIFY_TASKS.replace("@API_VERSION@", api_version))
     tool("ansible-operator", "generate", "crds")
-    crd = yaml.safe_load((project / f"config/crd/bases/{group}.example.com_greetings.yaml").read_text())
+    crd_file = project / f"config/crd/bases/{group}.example.com_greetings.yaml"
+    crd = yaml.safe_load(crd_file.read_text())
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     assert "message" in spec["properties"], spec
 
