@@ -86,6 +86,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return wheel_venv(tmp_path_factory.mktemp("wheel"), extras="molecule")
 
 
+@pytest.mark.timeout(2400)  # the wheel, a virtualenv with molecule, then the scenario
 def test_init_new_api_role_crds_and_molecule_from_the_wheel(venv, cluster, tmp_path):
     project = tmp_path / "greeter-operator"
     project.mkdir()

@@ -13,6 +13,7 @@ import base64
 import csv
 import hashlib
 import io
+import json
 import zipfile
 from importlib import metadata
 from pathlib import Path
@@ -32,7 +33,8 @@ def build(output: Path, distribution: str = DISTRIBUTION) -> Path:
         dist = metadata.distribution(distribution)
     except metadata.PackageNotFoundError:
         raise WheelError(f"{distribution} is not installed in this Python") from None
-    if '"editable": true' in (dist.read_text("direct_url.json") or ""):
+    direct_url = json.loads(dist.read_text("direct_url.json") or "{}")
+    if (direct_url.get("dir_info") or {}).get("editable"):
         raise WheelError(
             f"{distribution} is an editable install (a source tree): build its wheel there "
             "with `python -m build --wheel`"
