@@ -73,10 +73,10 @@ def files(project_name: str, domain: str) -> dict[str, str]:
     root = TEMPLATES / "init"
     for path in sorted(root.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
-            parts = [p.replace("dot-", ".", 1) if p.startswith("dot-") else p for p in path.parts]
-            rel = Path(*parts).relative_to(root)
+            parts = path.relative_to(root).parts  # dot-gitignore is .gitignore
+            rel = "/".join("." + p[4:] if p.startswith("dot-") else p for p in parts)
             text = path.read_text(encoding="utf-8")
-            out[str(rel)] = _Template(text).safe_substitute(values)
+            out[rel] = _Template(text).safe_substitute(values)
     common = TEMPLATES / "new_api/molecule/common"
     for name in new_api.MOLECULE_COMMON:
         out[f"molecule/common/{name}"] = (common / name).read_text(encoding="utf-8")
