@@ -260,3 +260,14 @@ def test_the_repositorys_rbac_has_the_scaffolds_rules(rendered):
     template = init.files("x", "example.com")["config/rbac/role.yaml"]
     for rule in yaml.safe_load(template)["rules"]:
         assert rule in ours, rule
+
+
+def test_make_run_before_any_kind_says_what_to_do(empty, capsys):
+    assert cli.main(["init", "--domain", "example.com"]) == 0
+    capsys.readouterr()
+    assert cli.main(["dev", "run"]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        "ansible-operator dev run: watches.yaml has no kinds yet: add one with "
+        "`ansible-operator new-api`\n"
+    )
