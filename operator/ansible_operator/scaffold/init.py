@@ -135,8 +135,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--kind", help="with --group and --version: CamelCase, e.g. Memcached")
     parser.add_argument(
         "--generate-playbook",
-        action="store_true",
-        help="with --kind: also a playbook for the kind (default: the watch runs the role)",
+        type=new_api.parse_bool,
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="true|false",
+        help="with --kind: also a playbook for the kind, which the watch runs (default: false)",
     )
     parser.set_defaults(handler=run)
 
