@@ -459,6 +459,12 @@ def _build_parser(max_workers: int) -> argparse.ArgumentParser:
     parser = _Parser(
         prog=f"{PROG} run",
         description="Run the operator",
+        epilog="examples:\n"
+        "  ansible-operator run\n"
+        "  WATCH_NAMESPACE=demo ansible-operator run --watches-file=./watches.yaml "
+        "--zap-log-level=debug\n"
+        "  ansible-operator run --leader-elect --metrics-bind-address=:8443",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
         add_help=True,
     )
