@@ -1,0 +1,181 @@
+"""Module tasks on localhost without a new interpreter: the warm runs' `local` connection.
+
+With pipelining, Ansible runs a Python module on the local connection as `/bin/sh -c
+'[VAR=value ...] <python> && sleep 0'` with the AnsiballZ payload on stdin. When `<python>` is
+this very interpreter (the inventory's default: Ansible's own Python), the payload runs in a fork
+of the calling Ansible worker instead: that process has imported Ansible, the Kubernetes client
+and, after the first task, the collections' module utilities. The fork gets the payload's stdin,
+stdout and stderr on pipes and its exit status goes back as the command's; it is a copy, so
+nothing a module changes (its arguments in `basic._ANSIBLE_ARGS`, caches, the environment, the
+working directory) outlives it. Anything else (become, other commands, another Python) goes to
+the builtin local connection unchanged.
+
+`install()` patches the builtin `local` connection class, in the process of a warm run only.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shlex
+import signal
+import sys
+from typing import Any
+
+# The process exit status the fork gets when running the payload itself raised.
+_PAYLOAD_CRASH_STATUS = 1
+_ASSIGNMENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+IN_PROCESS_ENV = "ANSIBLE_OPERATOR_WARM_MODULE"
+"""Set in the environment of a module run in-process, so a test can tell how it ran."""
+
+
+def install() -> None:
+    """Make the builtin `local` connection run this interpreter's Python modules in forks."""
+    from ansible.plugins.connection import local
+
+    builtin = local.Connection.exec_command
+    if getattr(builtin, "warm", False):
+        return
+
+    def exec_command(
+        self: Any, cmd: str, in_data: bytes | None = None, sudoable: bool = True
+    ) -> tuple[int, bytes, bytes]:
+        assignments = in_process_command(cmd, sys.executable)
+        if assignments is None or in_data is None or self.become is not None and sudoable:
+            return builtin(self, cmd, in_data=in_data, sudoable=sudoable)
+        # What the builtin does before running anything (connect, display the command).
+        super(local.Connection, self).exec_command(cmd, in_data=in_data, sudoable=sudoable)
+        local.display.vvv(f"EXEC (in-process) {cmd}", host=self._play_context.remote_addr)
+        return run_payload(in_data, assignments)
+
+    exec_command.warm = True  # type: ignore[attr-defined]
+    local.Connection.exec_command = exec_command
+
+
+def in_process_command(cmd: str | bytes, python: str) -> dict[str, str] | None:
+    """The variables to set if `cmd` is a pipelined run of `python`, else None.
+
+    Accepts exactly `/bin/sh -c '[NAME=value ...] <python> && sleep 0'` (any shell path), where
+    `<python>` names the same file as `python` in the same directory (a venv's python3 beside its
+    python, not another venv's).
+    """
+    if isinstance(cmd, bytes):
+        cmd = cmd.decode("utf-8", errors="surrogateescape")
+    try:
+        outer = shlex.split(cmd)
+        if len(outer) != 3 or outer[1] != "-c":
+            return None
+        inner = shlex.split(outer[2])
+    except ValueError:
+        return None
+    if inner[-3:] != ["&&", "sleep", "0"] or len(inner) < 4:
+        return None
+    *assignment_words, interpreter = inner[:-3]
+    assignments: dict[str, str] = {}
+    for word in assignment_words:
+        name, sep, value = word.partition("=")
+        if not sep or not name or not set(name) <= _ASSIGNMENT_CHARS or name[0].isdigit():
+            return None
+        assignments[name] = value
+    if not _same_python(interpreter, python):
+        return None
+    return assignments
+
+
+def _same_python(interpreter: str, python: str) -> bool:
+    if not os.path.isabs(interpreter):
+        return False
+    if os.path.dirname(os.path.abspath(interpreter)) != os.path.dirname(os.path.abspath(python)):
+        return False
+    try:
+        return os.path.samefile(interpreter, python)
+    except OSError:
+        return False
+
+
+def run_payload(payload: bytes, assignments: dict[str, str]) -> tuple[int, bytes, bytes]:
+    """Run an AnsiballZ payload in a fork of this process; returns (status, stdout, stderr)."""
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _payload_child(payload, assignments, stdin_r, stdout_w, stderr_w)  # never returns
+    for fd in (stdin_r, stdout_w, stderr_w):
+        os.close(fd)
+    stdout, stderr = _communicate(stdin_w, stdout_r, stderr_r, payload)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), stdout, stderr
+
+
+def _payload_child(
+    payload: bytes, assignments: dict[str, str], stdin: int, stdout: int, stderr: int
+) -> None:
+    code = _PAYLOAD_CRASH_STATUS
+    try:
+        os.dup2(stdin, 0)
+        os.dup2(stdout, 1)
+        os.dup2(stderr, 2)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)
+        import io
+
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
+        os.environ.update(assignments)
+        os.environ[IN_PROCESS_ENV] = "1"
+        sys.argv = ["-"]  # as `python -`; two arguments would select AnsiballZ's debug mode
+        namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+        try:
+            exec(compile(payload, "<AnsiballZ>", "exec"), namespace)  # noqa: S102
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+            if isinstance(exit_.code, str):
+                print(exit_.code, file=sys.stderr)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _communicate(stdin: int, stdout: int, stderr: int, data: bytes) -> tuple[bytes, bytes]:
+    """Write `data` to the child's stdin and read its stdout and stderr to their ends."""
+    out: dict[int, list[bytes]] = {stdout: [], stderr: []}
+    os.set_blocking(stdin, False)
+    with selectors.DefaultSelector() as selector:
+        if data:
+            selector.register(stdin, selectors.EVENT_WRITE)
+        else:
+            os.close(stdin)
+        selector.register(stdout, selectors.EVENT_READ)
+        selector.register(stderr, selectors.EVENT_READ)
+        view = memoryview(data)
+        while selector.get_map():
+            for key, _ in selector.select():
+                if key.fd == stdin:
+                    try:
+                        view = view[os.write(stdin, view[:65536]) :]
+                    except BrokenPipeError:
+                        view = view[:0]
+                    if not view:
+                        selector.unregister(stdin)
+                        os.close(stdin)
+                else:
+                    chunk = os.read(key.fd, 65536)
+                    if chunk:
+                        out[key.fd].append(chunk)
+                    else:
+                        selector.unregister(key.fd)
+                        os.close(key.fd)
+    return b"".join(out[stdout]), b"".join(out[stderr])

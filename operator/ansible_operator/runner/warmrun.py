@@ -1,0 +1,166 @@
+"""One warm run, inside the child the fork server forked for it: `ansible-runner run` in-process.
+
+The child takes the run's environment, working directory and process marker, then calls
+ansible-runner's own command-line entry point with the cold runner's arguments, so the input dir,
+`job_events`, artifacts and rotation are ansible-runner's own work, as in a cold run. Only its
+start of `ansible-playbook` changes: pexpect still forks the child on a pseudo-terminal, but
+that child runs ansible-playbook's CLI in-process instead of exec-ing a new interpreter. Ansible
+itself is first imported there, in the run's environment, so ansible.cfg and every ANSIBLE_*
+variable are read per run. Module tasks on localhost then run in forks of Ansible's worker
+processes (warmexec.py).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_operator.runner import proctree
+
+_MARKER_KEY = f"{proctree.MARKER_ENV}=".encode()
+
+
+def run(request: Mapping[str, Any], lock: int) -> int:
+    """Run ansible-runner for `request` in this process; returns its exit status.
+
+    `lock` is the run lock's descriptor, held open for the whole run, as ansible-runner holds it
+    in a cold run."""
+    del lock  # held by being open; inherited by nothing but this process, as in a cold run
+    marker = str(request["marker"])
+    write_marker_slot(marker)
+    _take_environment(request["env"])
+    os.chdir(str(request["cwd"]))
+    _reopen_std_streams()
+    import pexpect
+
+    pexpect.spawn = _in_process_spawn_class(pexpect.spawn)  # type: ignore[misc]
+    from ansible_runner.__main__ import main
+
+    argv = [str(a) for a in request["argv"]]
+    sys.argv = argv
+    try:
+        return int(main(argv[1:]) or 0)
+    except SystemExit as exit_:
+        return _exit_code(exit_)
+
+
+def write_marker_slot(marker: str) -> None:
+    """Make this process's /proc/<pid>/environ carry the run's marker, for proctree's sweeps.
+
+    A forked process shows the environment its ancestor was exec-ed with, whatever os.environ
+    says later, so the fork server is started with a placeholder value of the marker variable
+    (`marker_placeholder()`), which each run's child overwrites in place in its own memory. Its
+    forks inherit it; what it execs gets os.environ, which carries the marker too.
+    """
+    with open("/proc/self/stat", "rb") as stat:
+        fields = stat.read().rsplit(b")", 1)[1].split()
+    env_start, env_end = int(fields[47]), int(fields[48])  # fields 50 and 51 of proc(5)
+    with open("/proc/self/mem", "r+b", buffering=0) as mem:
+        mem.seek(env_start)
+        block = b"\0" + mem.read(env_end - env_start)
+        start = block.find(b"\0" + _MARKER_KEY)
+        if start < 0:
+            raise RuntimeError(f"the fork server was started without {proctree.MARKER_ENV}")
+        value_at = start + 1 + len(_MARKER_KEY)
+        size = block.index(b"\0", value_at) - value_at
+        value = marker.encode()
+        if len(value) > size:
+            raise RuntimeError(f"run marker {marker!r} longer than the fork server's slot")
+        mem.seek(env_start + value_at - 1)
+        mem.write(value + b"\0" * (size - len(value)))
+
+
+def marker_placeholder() -> str:
+    """The fork server's value of the marker variable: room for any run's marker."""
+    return "-" * 96
+
+
+def _take_environment(env: Mapping[str, str]) -> None:
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in env.items()})
+
+
+def _reopen_std_streams() -> None:
+    """Fresh sys.std* objects on descriptors 0-2, as a new interpreter would have."""
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), errors="surrogateescape")
+    sys.stdout = io.TextIOWrapper(
+        io.FileIO(1, "w", closefd=False), line_buffering=True, errors="surrogateescape"
+    )
+    sys.stderr = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False), line_buffering=True, errors="backslashreplace"
+    )
+
+
+def _exit_code(exit_: SystemExit) -> int:
+    if exit_.code is None:
+        return 0
+    if isinstance(exit_.code, int):
+        return exit_.code
+    print(exit_.code, file=sys.stderr)
+    return 1
+
+
+def _in_process_spawn_class(base: type) -> type:
+    """pexpect.spawn, but `ansible-playbook` runs in the forked child instead of being exec-ed."""
+
+    class InProcessSpawn(base):  # type: ignore[valid-type,misc]
+        def _spawn(
+            self,
+            command: str,
+            args: list[str] | None = None,
+            preexec_fn: Any = None,
+            dimensions: Any = None,
+        ) -> Any:
+            args = list(args or [])
+            if os.path.basename(command) == "ansible-playbook":
+                argv = [command, *args]
+                env = self.env if self.env is not None else os.environ
+                previous = preexec_fn
+
+                def run_playbook() -> None:
+                    if previous is not None:
+                        previous()
+                    _playbook_child(argv, dict(env))
+
+                preexec_fn = run_playbook
+            return super()._spawn(command, args, preexec_fn, dimensions)
+
+    return InProcessSpawn
+
+
+def _playbook_child(argv: list[str], env: dict[str, str]) -> None:
+    """In the pseudo-terminal's child: ansible-playbook's CLI, then exit (never returns)."""
+    code = 1
+    try:
+        # ptyprocess's child left open its pipe that reports a failed exec; a run never execs,
+        # so it closes here and the parent carries on.
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)  # as exec resets them; SIGHUP stays ignored
+        _take_environment(env)
+        _reopen_std_streams()
+        sys.argv = argv
+        from ansible_operator.runner import warmexec
+
+        warmexec.install()
+        from ansible.cli.playbook import main
+
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as exit_:
+            code = _exit_code(exit_)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
