@@ -152,8 +152,6 @@ def _child(request: dict[str, Any], output: int, lock: int) -> None:
     code = 1
     try:
         os.setsid()
-        for sig in (signal.SIGPIPE, signal.SIGINT):
-            signal.signal(sig, signal.SIG_DFL)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(output, 1)

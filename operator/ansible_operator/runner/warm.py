@@ -35,6 +35,7 @@ MAX_RUNS_PER_SERVER = 500
 MAX_SERVER_RSS = 512 * 1024 * 1024
 REPLY_TIMEOUT = 120.0  # seconds for a (possibly just started, importing) server to fork a run
 _POLL = 0.02
+PIPELINING_ENV = "ANSIBLE_PIPELINING"  # set for warm runs unless the environment sets it
 
 
 class ForkServerLost(RunnerError):
@@ -257,6 +258,8 @@ class WarmRunner(ColdRunner):
     async def _spawn(  # type: ignore[override]
         self, command: list[str], env: dict[str, str], output_path: Path, marker: str, lock: int
     ) -> ForkedRun:
+        # Modules reach warmexec.py only when pipelined (their payload on stdin).
+        env = {PIPELINING_ENV: "True", **env}
         with open(output_path, "wb") as output:
             return await self.server.fork(command, env, marker, output.fileno(), lock)
 

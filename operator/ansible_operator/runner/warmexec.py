@@ -15,6 +15,7 @@ the builtin local connection unchanged.
 
 from __future__ import annotations
 
+import io
 import os
 import selectors
 import shlex
@@ -41,7 +42,7 @@ def install() -> None:
         self: Any, cmd: str, in_data: bytes | None = None, sudoable: bool = True
     ) -> tuple[int, bytes, bytes]:
         assignments = in_process_command(cmd, sys.executable)
-        if assignments is None or in_data is None or self.become is not None and sudoable:
+        if assignments is None or not in_data or (self.become is not None and sudoable):
             return builtin(self, cmd, in_data=in_data, sudoable=sudoable)
         # What the builtin does before running anything (connect, display the command).
         super(local.Connection, self).exec_command(cmd, in_data=in_data, sudoable=sudoable)
@@ -94,8 +95,11 @@ def _same_python(interpreter: str, python: str) -> bool:
 
 
 def run_payload(payload: bytes, assignments: dict[str, str]) -> tuple[int, bytes, bytes]:
-    """Run an AnsiballZ payload in a fork of this process; returns (status, stdout, stderr)."""
+    """Run an AnsiballZ payload in a fork of this process; returns (status, stdout, stderr).
+
+    The child's stdin is empty, as for `python -` once it has read the payload."""
     stdin_r, stdin_w = os.pipe()
+    os.close(stdin_w)
     stdout_r, stdout_w = os.pipe()
     stderr_r, stderr_w = os.pipe()
     sys.stdout.flush()
@@ -105,7 +109,7 @@ def run_payload(payload: bytes, assignments: dict[str, str]) -> tuple[int, bytes
         _payload_child(payload, assignments, stdin_r, stdout_w, stderr_w)  # never returns
     for fd in (stdin_r, stdout_w, stderr_w):
         os.close(fd)
-    stdout, stderr = _communicate(stdin_w, stdout_r, stderr_r, payload)
+    stdout, stderr = _read_both(stdout_r, stderr_r)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status), stdout, stderr
 
@@ -119,13 +123,7 @@ def _payload_child(
         os.dup2(stdout, 1)
         os.dup2(stderr, 2)
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
-            signal.signal(sig, signal.SIG_DFL)
-        import io
-
-        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
-        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
-        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
+        as_new_interpreter()
         os.environ.update(assignments)
         os.environ[IN_PROCESS_ENV] = "1"
         sys.argv = ["-"]  # as `python -`; two arguments would select AnsiballZ's debug mode
@@ -134,9 +132,7 @@ def _payload_child(
             exec(compile(payload, "<AnsiballZ>", "exec"), namespace)  # noqa: S102
             code = 0
         except SystemExit as exit_:
-            code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-            if isinstance(exit_.code, str):
-                print(exit_.code, file=sys.stderr)
+            code = exit_code(exit_)
     except BaseException:
         import traceback
 
@@ -149,33 +145,43 @@ def _payload_child(
             os._exit(code)
 
 
-def _communicate(stdin: int, stdout: int, stderr: int, data: bytes) -> tuple[bytes, bytes]:
-    """Write `data` to the child's stdin and read its stdout and stderr to their ends."""
+def as_new_interpreter() -> None:
+    """Signal dispositions and sys.std* objects as a new Python has them, in a fresh fork."""
+    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), errors="surrogateescape")
+    sys.stdout = io.TextIOWrapper(
+        io.FileIO(1, "w", closefd=False), line_buffering=True, errors="surrogateescape"
+    )
+    sys.stderr = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False), line_buffering=True, errors="backslashreplace"
+    )
+
+
+def exit_code(exit_: SystemExit) -> int:
+    """The process exit status `sys.exit()` would give for this SystemExit."""
+    if exit_.code is None:
+        return 0
+    if isinstance(exit_.code, int):
+        return exit_.code
+    print(exit_.code, file=sys.stderr)
+    return 1
+
+
+def _read_both(stdout: int, stderr: int) -> tuple[bytes, bytes]:
+    """Read the child's stdout and stderr to their ends."""
     out: dict[int, list[bytes]] = {stdout: [], stderr: []}
-    os.set_blocking(stdin, False)
     with selectors.DefaultSelector() as selector:
-        if data:
-            selector.register(stdin, selectors.EVENT_WRITE)
-        else:
-            os.close(stdin)
         selector.register(stdout, selectors.EVENT_READ)
         selector.register(stderr, selectors.EVENT_READ)
-        view = memoryview(data)
         while selector.get_map():
             for key, _ in selector.select():
-                if key.fd == stdin:
-                    try:
-                        view = view[os.write(stdin, view[:65536]) :]
-                    except BrokenPipeError:
-                        view = view[:0]
-                    if not view:
-                        selector.unregister(stdin)
-                        os.close(stdin)
+                chunk = os.read(key.fd, 65536)
+                if chunk:
+                    out[key.fd].append(chunk)
                 else:
-                    chunk = os.read(key.fd, 65536)
-                    if chunk:
-                        out[key.fd].append(chunk)
-                    else:
-                        selector.unregister(key.fd)
-                        os.close(key.fd)
+                    selector.unregister(key.fd)
+                    os.close(key.fd)
     return b"".join(out[stdout]), b"".join(out[stderr])

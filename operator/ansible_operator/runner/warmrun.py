@@ -12,14 +12,13 @@ processes (warmexec.py).
 
 from __future__ import annotations
 
-import io
 import os
-import signal
 import sys
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_operator.runner import proctree
+from ansible_operator.runner import proctree, warmexec
+from ansible_operator.runner.warmexec import as_new_interpreter, exit_code
 
 _MARKER_KEY = f"{proctree.MARKER_ENV}=".encode()
 
@@ -34,7 +33,7 @@ def run(request: Mapping[str, Any], lock: int) -> int:
     write_marker_slot(marker)
     _take_environment(request["env"])
     os.chdir(str(request["cwd"]))
-    _reopen_std_streams()
+    as_new_interpreter()
     import pexpect
 
     pexpect.spawn = _in_process_spawn_class(pexpect.spawn)  # type: ignore[misc]
@@ -45,7 +44,7 @@ def run(request: Mapping[str, Any], lock: int) -> int:
     try:
         return int(main(argv[1:]) or 0)
     except SystemExit as exit_:
-        return _exit_code(exit_)
+        return exit_code(exit_)
 
 
 def write_marker_slot(marker: str) -> None:
@@ -84,26 +83,6 @@ def _take_environment(env: Mapping[str, str]) -> None:
     os.environ.update({str(k): str(v) for k, v in env.items()})
 
 
-def _reopen_std_streams() -> None:
-    """Fresh sys.std* objects on descriptors 0-2, as a new interpreter would have."""
-    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), errors="surrogateescape")
-    sys.stdout = io.TextIOWrapper(
-        io.FileIO(1, "w", closefd=False), line_buffering=True, errors="surrogateescape"
-    )
-    sys.stderr = io.TextIOWrapper(
-        io.FileIO(2, "w", closefd=False), line_buffering=True, errors="backslashreplace"
-    )
-
-
-def _exit_code(exit_: SystemExit) -> int:
-    if exit_.code is None:
-        return 0
-    if isinstance(exit_.code, int):
-        return exit_.code
-    print(exit_.code, file=sys.stderr)
-    return 1
-
-
 def _in_process_spawn_class(base: type) -> type:
     """pexpect.spawn, but `ansible-playbook` runs in the forked child instead of being exec-ed."""
 
@@ -139,13 +118,9 @@ def _playbook_child(argv: list[str], env: dict[str, str]) -> None:
         # ptyprocess's child left open its pipe that reports a failed exec; a run never execs,
         # so it closes here and the parent carries on.
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
-            signal.signal(sig, signal.SIG_DFL)  # as exec resets them; SIGHUP stays ignored
+        as_new_interpreter()  # SIGHUP stays ignored, as pexpect asked
         _take_environment(env)
-        _reopen_std_streams()
         sys.argv = argv
-        from ansible_operator.runner import warmexec
-
         warmexec.install()
         from ansible.cli.playbook import main
 
@@ -153,7 +128,7 @@ def _playbook_child(argv: list[str], env: dict[str, str]) -> None:
             main(argv)
             code = 0
         except SystemExit as exit_:
-            code = _exit_code(exit_)
+            code = exit_code(exit_)
     except BaseException:
         import traceback
 
