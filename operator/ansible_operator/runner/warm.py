@@ -26,10 +26,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner import proctree
+from ansible_operator.runner import proctitle, proctree
 from ansible_operator.runner.process import ColdRunner
 from ansible_operator.runner.types import RunnerError
-from ansible_operator.runner.warmrun import marker_placeholder
 
 MAX_RUNS_PER_SERVER = 500
 MAX_SERVER_RSS = 512 * 1024 * 1024
@@ -121,15 +120,14 @@ class ForkServer:
             return
         self.close()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = dict(self.environ)
-        env[proctree.MARKER_ENV] = marker_placeholder()
+        command = [self.python, "-m", "ansible_operator.runner.forkserver", str(theirs.fileno())]
         try:
             with theirs:
                 self.process = subprocess.Popen(
-                    [self.python, "-m", "ansible_operator.runner.forkserver", str(theirs.fileno())],
+                    [*command, proctitle.room_arg()],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL,
-                    env=env,
+                    env=proctitle.room_environ(self.environ),
                     pass_fds=(theirs.fileno(),),
                     start_new_session=True,
                 )

@@ -23,6 +23,8 @@ import signal
 import sys
 from typing import Any
 
+from ansible_operator.runner import proctitle
+
 # The process exit status the fork gets when running the payload itself raised.
 _PAYLOAD_CRASH_STATUS = 1
 _ASSIGNMENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
@@ -126,6 +128,7 @@ def _payload_child(
         as_new_interpreter()
         os.environ.update(assignments)
         os.environ[IN_PROCESS_ENV] = "1"
+        proctitle.show_as([sys.executable], os.environ)
         sys.argv = ["-"]  # as `python -`; two arguments would select AnsiballZ's debug mode
         namespace = {"__name__": "__main__", "__builtins__": __builtins__}
         try:

@@ -17,21 +17,18 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_operator.runner import proctree, warmexec
+from ansible_operator.runner import proctitle, warmexec
 from ansible_operator.runner.warmexec import as_new_interpreter, exit_code
 
-_MARKER_KEY = f"{proctree.MARKER_ENV}=".encode()
-
-
 def run(request: Mapping[str, Any], lock: int) -> int:
-    """Run ansible-runner for `request` in this process; returns its exit status.
+    """Run ansible-runner for `request` (argv, env, cwd) here; returns its exit status.
 
     `lock` is the run lock's descriptor, held open for the whole run, as ansible-runner holds it
     in a cold run."""
     del lock  # held by being open; inherited by nothing but this process, as in a cold run
-    marker = str(request["marker"])
-    write_marker_slot(marker)
+    argv = [str(a) for a in request["argv"]]
     _take_environment(request["env"])
+    proctitle.show_as(argv, os.environ)  # after os.environ let go of the exec-time strings
     os.chdir(str(request["cwd"]))
     as_new_interpreter()
     import pexpect
@@ -39,43 +36,11 @@ def run(request: Mapping[str, Any], lock: int) -> int:
     pexpect.spawn = _in_process_spawn_class(pexpect.spawn)  # type: ignore[misc]
     from ansible_runner.__main__ import main
 
-    argv = [str(a) for a in request["argv"]]
     sys.argv = argv
     try:
         return int(main(argv[1:]) or 0)
     except SystemExit as exit_:
         return exit_code(exit_)
-
-
-def write_marker_slot(marker: str) -> None:
-    """Make this process's /proc/<pid>/environ carry the run's marker, for proctree's sweeps.
-
-    A forked process shows the environment its ancestor was exec-ed with, whatever os.environ
-    says later, so the fork server is started with a placeholder value of the marker variable
-    (`marker_placeholder()`), which each run's child overwrites in place in its own memory. Its
-    forks inherit it; what it execs gets os.environ, which carries the marker too.
-    """
-    with open("/proc/self/stat", "rb") as stat:
-        fields = stat.read().rsplit(b")", 1)[1].split()
-    env_start, env_end = int(fields[47]), int(fields[48])  # fields 50 and 51 of proc(5)
-    with open("/proc/self/mem", "r+b", buffering=0) as mem:
-        mem.seek(env_start)
-        block = b"\0" + mem.read(env_end - env_start)
-        start = block.find(b"\0" + _MARKER_KEY)
-        if start < 0:
-            raise RuntimeError(f"the fork server was started without {proctree.MARKER_ENV}")
-        value_at = start + 1 + len(_MARKER_KEY)
-        size = block.index(b"\0", value_at) - value_at
-        value = marker.encode()
-        if len(value) > size:
-            raise RuntimeError(f"run marker {marker!r} longer than the fork server's slot")
-        mem.seek(env_start + value_at - 1)
-        mem.write(value + b"\0" * (size - len(value)))
-
-
-def marker_placeholder() -> str:
-    """The fork server's value of the marker variable: room for any run's marker."""
-    return "-" * 96
 
 
 def _take_environment(env: Mapping[str, str]) -> None:
@@ -120,6 +85,7 @@ def _playbook_child(argv: list[str], env: dict[str, str]) -> None:
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         as_new_interpreter()  # SIGHUP stays ignored, as pexpect asked
         _take_environment(env)
+        proctitle.show_as(argv, os.environ)
         sys.argv = argv
         warmexec.install()
         from ansible.cli.playbook import main
