@@ -279,6 +279,9 @@ class ColdRunner:
             artifact_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             proc = await self._spawn(command, env, output_path, marker, lock)
             timed_out, duration = await self._supervise(proc, request, marker, deliver, log)
+            if (proc.returncode or 0) < 0 and not timed_out:
+                # Killed by a signal (the OOM killer?): what it started must not outlive it.
+                await proctree.terminate_run(proc.pid, marker, grace=self.kill_grace)
         finally:
             _point_latest(artifacts, request.ident)
         deliver(final=True)

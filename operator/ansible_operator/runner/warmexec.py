@@ -15,12 +15,15 @@ the builtin local connection unchanged.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import io
 import os
 import selectors
 import shlex
 import signal
 import sys
+import zipimport
 from typing import Any
 
 from ansible_operator.runner import proctitle
@@ -130,6 +133,7 @@ def _payload_child(
         os.environ[IN_PROCESS_ENV] = "1"
         proctitle.show_as([sys.executable], os.environ)
         sys.argv = ["-"]  # as `python -`; two arguments would select AnsiballZ's debug mode
+        sys.meta_path.append(PayloadFinder())
         namespace = {"__name__": "__main__", "__builtins__": __builtins__}
         try:
             exec(compile(payload, "<AnsiballZ>", "exec"), namespace)  # noqa: S102
@@ -146,6 +150,30 @@ def _payload_child(
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+class PayloadFinder(importlib.abc.MetaPathFinder):
+    """Finds the `ansible.*` modules only the payload's zip has: a role's `library/` modules and
+    `module_utils/`. The worker's `ansible` package (already imported, from the same install as
+    the payload's) serves the rest; a new interpreter would have taken the whole package from
+    the zip that AnsiballZ puts first on sys.path."""
+
+    def find_spec(
+        self, fullname: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if not fullname.startswith("ansible."):
+            return None
+        package_dir = fullname.rpartition(".")[0].replace(".", "/")
+        for entry in sys.path:
+            if not entry.endswith(".zip"):
+                continue
+            try:
+                spec = zipimport.zipimporter(f"{entry}/{package_dir}").find_spec(fullname)
+            except zipimport.ZipImportError:
+                continue
+            if spec is not None:
+                return spec
+        return None
 
 
 def as_new_interpreter() -> None:
