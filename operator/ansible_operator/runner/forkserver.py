@@ -100,10 +100,8 @@ def serve(control: socket.socket) -> None:
 def _accept(control: socket.socket) -> _Child | None:
     """Receive one request and fork its run; None if the request was unusable."""
     fds: list[int] = []
-    try:
+    with contextlib.suppress(OSError):
         _, fds, _, _ = socket.recv_fds(control, 16, _FDS_PER_REQUEST)
-    except OSError:
-        pass
     if len(fds) != _FDS_PER_REQUEST:
         for fd in fds:
             os.close(fd)

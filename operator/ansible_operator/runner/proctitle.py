@@ -36,7 +36,9 @@ def show_as(argv: Sequence[str], environ: Mapping[str, str]) -> None:
 
     Raises RuntimeError if the environment does not fit (the command line is cut instead).
     """
-    env = b"".join(f"{k}={v}".encode("utf-8", "surrogateescape") + b"\0" for k, v in environ.items())
+    env = b"".join(
+        f"{k}={v}".encode("utf-8", "surrogateescape") + b"\0" for k, v in environ.items()
+    )
     args = b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in argv)
     with open("/proc/self/stat", "rb") as stat:
         fields = stat.read().rsplit(b")", 1)[1].split()
@@ -53,3 +55,7 @@ def show_as(argv: Sequence[str], environ: Mapping[str, str]) -> None:
         mem.write(env.ljust(env_end - env_start, b"\0"))
         mem.seek(arg_start)
         mem.write(args.ljust(arg_end - arg_start, b"\0"))
+
+
+def _entry(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape") + b"\0"

@@ -136,7 +136,7 @@ def _payload_child(
         sys.meta_path.append(PayloadFinder())
         namespace = {"__name__": "__main__", "__builtins__": __builtins__}
         try:
-            exec(compile(payload, "<AnsiballZ>", "exec"), namespace)  # noqa: S102
+            exec(compile(payload, "<AnsiballZ>", "exec"), namespace)
             code = 0
         except SystemExit as exit_:
             code = exit_code(exit_)

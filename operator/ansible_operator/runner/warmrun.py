@@ -20,6 +20,7 @@ from typing import Any
 from ansible_operator.runner import proctitle, warmexec
 from ansible_operator.runner.warmexec import as_new_interpreter, exit_code
 
+
 def run(request: Mapping[str, Any], lock: int) -> int:
     """Run ansible-runner for `request` (argv, env, cwd) here; returns its exit status.
 
