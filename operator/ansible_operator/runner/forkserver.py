@@ -27,6 +27,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from ansible_operator.runner import routingcache
+
 # Slow to import, read no configuration when imported, used by every run (each may be absent).
 PRELOAD = (
     "ansible_runner.__main__",
@@ -45,7 +47,10 @@ PRELOAD = (
     "difflib",
     "getpass",
     "multiprocessing.queues",
-    "ansible.module_utils.basic",  # target-side code: reads no configuration
+    # Target-side code (module utilities), which reads no configuration.
+    "ansible.module_utils.basic",
+    "ansible.module_utils.facts.compat",
+    "ansible.module_utils.facts.default_collectors",
     "urllib3",
     "requests",
     "kubernetes.client",
@@ -69,6 +74,8 @@ def preload() -> None:
     for name in PRELOAD:
         with contextlib.suppress(Exception):  # missing or broken: the run imports it, or fails
             importlib.import_module(name)
+    with contextlib.suppress(Exception):
+        routingcache.install()
 
 
 def serve(control: socket.socket) -> None:
