@@ -15,6 +15,7 @@ the builtin local connection unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import io
@@ -131,7 +132,8 @@ def _payload_child(
         as_new_interpreter()
         os.environ.update(assignments)
         os.environ[IN_PROCESS_ENV] = "1"
-        proctitle.show_as([sys.executable], os.environ)
+        with contextlib.suppress(RuntimeError):  # then /proc shows the worker's: same marker
+            proctitle.show_as([sys.executable], os.environ)
         sys.argv = ["-"]  # as `python -`; two arguments would select AnsiballZ's debug mode
         sys.meta_path.append(PayloadFinder())
         namespace = {"__name__": "__main__", "__builtins__": __builtins__}
