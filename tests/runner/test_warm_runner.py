@@ -8,6 +8,7 @@ import asyncio
 import os
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -128,11 +129,26 @@ def test_a_run_whose_fork_server_dies_fails_saying_so(
     assert run(warm, make_request(playbook=str(PLAYBOOKS / "one_debug.yml"))).ok
 
 
-def test_the_fork_server_is_recycled_after_its_runs(make_request: MakeRequest) -> None:
-    warm = WarmRunner(server=ForkServer(max_runs=2))
+def test_the_fork_server_is_recycled_after_its_runs_and_finishes_them(
+    make_request: MakeRequest, tmp_path: Path
+) -> None:
+    warm = WarmRunner(server=ForkServer(max_runs=1))
+
+    async def main() -> list[RunResult]:
+        # The second run replaces the server while the first still runs on the old one.
+        first = asyncio.create_task(
+            warm.run(make_request(playbook=str(PLAYBOOKS / "sleep_briefly.yml")))
+        )
+        while warm.server.runs == 0:
+            await asyncio.sleep(0.05)
+        second = make_request(
+            playbook=str(PLAYBOOKS / "one_debug.yml"), private_data_dir=tmp_path / "other"
+        )
+        return [await warm.run(second), await first]
+
     try:
-        for _ in range(3):
-            assert run(warm, make_request(playbook=str(PLAYBOOKS / "one_debug.yml"))).ok
+        results = asyncio.run(main())
+        assert [r.ok for r in results] == [True, True], [r.outcome.failures for r in results]
         assert (warm.server.started, warm.server.runs) == (2, 1)
     finally:
         warm.server.kill()

@@ -10,7 +10,7 @@ Protocol, over the SOCK_SEQPACKET socket given as the only argument (its descrip
 message carries three descriptors, a stream socket for the run, its output file and its run lock.
 The run socket brings one JSON line (argv, env, cwd, marker); the server forks, answers with
 `{"pid": N}` and, when the child ends, `{"status": <wait status>}`. End of file on stdin (the
-operator is gone) stops the server; runs under way go on, as with the cold runner.
+operator let it go, or is gone) stops the server once the runs it forked have ended.
 """
 
 from __future__ import annotations
@@ -79,22 +79,26 @@ def preload() -> None:
 
 
 def serve(control: socket.socket) -> None:
-    """Answer requests until stdin closes."""
+    """Answer requests until stdin closes, then report the runs under way as they end."""
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for the operator to handle
     selector = selectors.DefaultSelector()
     selector.register(0, selectors.EVENT_READ, "stdin")
     selector.register(control, selectors.EVENT_READ, "control")
-    while True:
+    running = 0
+    accepting = True
+    while accepting or running:
         for key, _ in selector.select():
             if key.data == "stdin":
-                if not os.read(0, 4096):
-                    return
+                if not os.read(0, 4096):  # the operator let this server go, or is gone
+                    accepting = False
+                    selector.unregister(0)
+                    selector.unregister(control)
             elif key.data == "control":
                 child = _accept(control)
                 if child is not None:
-                    pidfd = os.pidfd_open(child.pid)
-                    selector.register(pidfd, selectors.EVENT_READ, child)
+                    selector.register(os.pidfd_open(child.pid), selectors.EVENT_READ, child)
+                    running += 1
             else:
                 child = key.data
                 selector.unregister(key.fd)
@@ -102,6 +106,7 @@ def serve(control: socket.socket) -> None:
                 _, status = os.waitpid(child.pid, 0)
                 _reply(child.conn, {"status": status})
                 child.conn.close()
+                running -= 1
 
 
 def _accept(control: socket.socket) -> _Child | None:

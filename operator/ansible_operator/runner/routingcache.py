@@ -45,8 +45,7 @@ def _installed_routing_files() -> list[bytes]:
             files.append(builtin)
     for entry in sys.path:
         for collection in PREPARSED_COLLECTIONS:
+            runtime = Path(entry) / "ansible_collections" / collection / "meta" / "runtime.yml"
             with contextlib.suppress(OSError):
-                files.append(
-                    (Path(entry) / "ansible_collections" / collection / "meta/runtime.yml").read_bytes()
-                )
+                files.append(runtime.read_bytes())
     return files
