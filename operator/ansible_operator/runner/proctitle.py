@@ -34,7 +34,8 @@ def room_environ(environ: Mapping[str, str]) -> dict[str, str]:
 def show_as(argv: Sequence[str], environ: Mapping[str, str]) -> None:
     """Make this process's /proc cmdline and environ read `argv` and `environ`.
 
-    Raises RuntimeError if the environment does not fit (the command line is cut instead).
+    Raises RuntimeError if the environment does not fit (the command line is cut instead), or if
+    this system does not let a process write its own memory through /proc.
     """
     env = b"".join(
         f"{k}={v}".encode("utf-8", "surrogateescape") + b"\0" for k, v in environ.items()
@@ -50,11 +51,16 @@ def show_as(argv: Sequence[str], environ: Mapping[str, str]) -> None:
             f"{env_end - env_start} bytes"
         )
     args = args[: arg_end - arg_start - 1]
-    with open("/proc/self/mem", "r+b", buffering=0) as mem:  # opened here: this process's
-        mem.seek(env_start)
-        mem.write(env.ljust(env_end - env_start, b"\0"))
-        mem.seek(arg_start)
-        mem.write(args.ljust(arg_end - arg_start, b"\0"))
+    try:
+        with open("/proc/self/mem", "r+b", buffering=0) as mem:  # opened here: this process's
+            mem.seek(env_start)
+            mem.write(env.ljust(env_end - env_start, b"\0"))
+            mem.seek(arg_start)
+            mem.write(args.ljust(arg_end - arg_start, b"\0"))
+    except OSError as err:
+        raise RuntimeError(
+            f"the warm runner cannot write /proc/self/mem ({err}); use --runner=cold"
+        ) from err
 
 
 def _entry(text: str) -> bytes:
