@@ -152,3 +152,16 @@ def test_the_fork_server_is_recycled_after_its_runs_and_finishes_them(
         assert (warm.server.started, warm.server.runs) == (2, 1)
     finally:
         warm.server.kill()
+
+
+def test_a_hung_fork_server_is_replaced(make_request: MakeRequest) -> None:
+    warm = WarmRunner(server=ForkServer(reply_timeout=30.0))
+    try:
+        assert run(warm, make_request(playbook=str(PLAYBOOKS / "one_debug.yml"))).ok
+        assert warm.server.process is not None
+        os.kill(warm.server.process.pid, signal.SIGSTOP)  # alive, answering nothing
+        result = run(warm, make_request(playbook=str(PLAYBOOKS / "one_debug.yml")))
+        assert result.ok, result.outcome.failures
+        assert warm.server.started == 2
+    finally:
+        warm.server.kill()
