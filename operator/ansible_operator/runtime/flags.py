@@ -589,7 +589,7 @@ def build_run_settings(
         elif not leader_election_id:
             leader_election_id = env["OPERATOR_NAME"]
 
-    shards = _shards(parsed["shards"])
+    shards = _shards(parsed["shards"]) if "shards" in given_set else 0
     if shards and leader_elect:
         raise SettingsError(
             "--shards and --leader-elect exclude each other: with --shards every replica is "
@@ -657,9 +657,7 @@ def build_run_settings(
 
 
 def _shards(value: str) -> int:
-    """``--shards``: "auto" or a number of virtual shards; 0 when not given."""
-    if value == "":
-        return 0
+    """``--shards``: "auto" or a number of virtual shards."""
     if value == "auto":
         return DEFAULT_SHARDS
     if value.isdigit() and 1 <= int(value) <= MAX_SHARDS:
