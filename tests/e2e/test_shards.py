@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import subprocess
 import sys
 import time
 import urllib.request
@@ -22,8 +23,9 @@ import pytest
 from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
 
-from .crds import GROUP, VERSION
-from .operators import Operator
+from .cluster import Cluster, fresh_namespace
+from .crds import GROUP, VERSION, install_crds, kind_crd
+from .operators import STRUCTURED_LOG, Operator, records_of
 from .resources import new_cr
 from .waiting import wait_until
 
@@ -45,13 +47,18 @@ class Replica(Operator):
         self.namespace = namespace
         self.write_watches([{"kind": KIND, "role": "shard_journal"}])
 
-    def start_sharded(self) -> None:
+    def start_sharded(self, *args: str) -> None:
         self.start(
             "--shards=auto",
             f"--leader-election-id=shards-{self.namespace}",
             f"--leader-election-namespace={self.namespace}",
+            *args,
             env={"REPLICA": self.name},
         )
+
+    def foreign_events(self, since: int) -> int:
+        """Events of CRs in shards this replica does not hold, from log character ``since``."""
+        return len(records_of(self.records(since), "event not in a held shard"))
 
     def metric(self, name: str, **labels: str) -> float:
         """A sample of this replica's /metrics (0 when absent or the replica does not answer)."""
@@ -225,3 +232,99 @@ def test_replicas_share_the_crs_without_overlap_as_members_come_and_go(
         timeout=LEASE_DURATION + 120,
     )
     assert journal.overlaps() == []
+
+
+def dev_cluster(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ansible_operator.cli", "dev-cluster", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+
+
+@pytest.fixture
+def gated_cluster(tmp_path) -> Iterator[Cluster]:
+    """A private cluster whose API server has ShardedListAndWatch on (the shared one is not
+    restarted for it)."""
+    state_dir = tmp_path / "gated-cluster"
+    up = dev_cluster(
+        "up", "--feature-gates=ShardedListAndWatch=true", "--state-dir", str(state_dir)
+    )
+    assert up.returncode == 0, up.stderr
+    try:
+        cluster = Cluster(Path(up.stdout.strip()))
+        with cluster.api_client() as api_client:
+            install_crds(api_client, [kind_crd(KIND)])
+        yield cluster
+    finally:
+        dev_cluster("down", "--state-dir", str(state_dir))
+
+
+@dataclass(frozen=True)
+class Received:
+    foreign: int  # events of the change for CRs the replica does not own
+    filtered: set[str]  # where the replica said its watches are filtered
+    events: int  # every event its watch received
+
+
+def each_replica_receives(
+    cluster: Cluster, tmp_path: Path, journal: Journal
+) -> dict[str, Received]:
+    """Two sharded replicas, 20 CRs reconciled, then all 20 changed: how many events of the
+    change each replica received for CRs it does not own (after checking each CR was run by
+    one replica only); also what they logged about the filtering."""
+    with fresh_namespace(cluster) as namespace, cluster.api_client() as api_client:
+        crs = client.CustomObjectsApi(api_client)
+        group = [
+            Replica(name, tmp_path / name, cluster.kubeconfig, namespace) for name in ("a", "b")
+        ]
+        try:
+            for replica in group:
+                replica.start_sharded(*STRUCTURED_LOG)
+            wait_until(lambda: balanced(group), what="two replicas to share the shards")
+            names = create_crs(crs, namespace, 20, journal)
+            wait_until(lambda: set(journal.ended()) == set(names), what="every CR reconciled")
+            marks = {r.name: len(r.log()) for r in group}
+            changed_at = time.time()
+            for name in names:
+                crs.patch_namespaced_custom_object(
+                    GROUP, VERSION, namespace, PLURAL, name, {"spec": {"seconds": 0}}
+                )
+            wait_until(
+                lambda: set(journal.ended(since=changed_at)) == set(names),
+                what="every changed CR reconciled",
+            )
+            assert all(len(rs) == 1 for rs in journal.ended().values()), journal.ended()
+            assert journal.overlaps() == []
+            found = {
+                r.name: Received(
+                    r.foreign_events(marks[r.name]),
+                    {rec.get("filtered") for rec in records_of(r.records(), "Sharded watches")},
+                    r.events(),
+                )
+                for r in group
+            }
+            print(f"events per replica: {found}", file=sys.stderr)
+            return found
+        finally:
+            for replica in group:
+                replica.stop()
+                print(f"---- {replica.name} ----\n{replica.log()[-6000:]}", file=sys.stderr)
+
+
+def test_with_the_gate_on_each_replica_receives_only_its_own_share(
+    gated_cluster, tmp_path, journal
+):
+    found = each_replica_receives(gated_cluster, tmp_path, journal)
+    assert all(r.filtered == {"server-side"} for r in found.values()), found
+    assert all(r.foreign == 0 for r in found.values()), found
+
+
+def test_with_the_gate_off_the_same_through_client_side_filtering(
+    cluster, test_crds, tmp_path, journal
+):
+    found = each_replica_receives(cluster, tmp_path, journal)
+    assert all(r.filtered == {"client-side"} for r in found.values()), found
+    assert all(r.foreign > 0 for r in found.values()), found
