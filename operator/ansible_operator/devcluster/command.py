@@ -51,8 +51,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _feature_gates(value: str) -> str:
-    """``Name=true|false`` pairs joined by commas, as kube-apiserver takes them."""
-    for pair in value.split(","):
+    """``Name=true|false`` pairs joined by commas, as kube-apiserver takes them ("": none)."""
+    for pair in value.split(",") if value else []:
         name, sep, setting = pair.partition("=")
         if not (name.isalnum() and sep and setting in ("true", "false")):
             raise argparse.ArgumentTypeError(
