@@ -107,11 +107,12 @@ docker-build: image  ## operator-sdk's name for `make image` (podman underneath)
 docker-push: $(STAMP)  ## push $(IMG) to its registry
 	$(OPERATOR) dev-image podman -- push $(IMG)
 
-deploy: $(STAMP)  ## apply config/default with $(IMG) to $$KUBECONFIG's cluster, else the local one
-	$(OPERATOR) dev-image deploy --tag $(IMG)
+CONFIG ?= default
+deploy: $(STAMP)  ## apply config/$(CONFIG) (default; ha: 3 sharded replicas) with $(IMG) to $$KUBECONFIG's cluster, else the local one
+	$(OPERATOR) dev-image deploy --tag $(IMG) --config $(CONFIG)
 
 undeploy: $(STAMP)  ## delete what `make deploy` applied
-	$(OPERATOR) dev-image undeploy --tag $(IMG)
+	$(OPERATOR) dev-image undeploy --tag $(IMG) --config $(CONFIG)
 
 image-test: $(STAMP)  ## build the image and run the operator from it, in-cluster style
 	$(OPERATOR) dev-cluster build
