@@ -48,11 +48,12 @@ docker-build: image  ## operator-sdk's name for `make image` (podman underneath)
 docker-push: $(OPERATOR_DEPS)  ## push $(IMG) to its registry
 	$(ANSIBLE_OPERATOR) dev-image podman -- push $(IMG)
 
-deploy: $(OPERATOR_DEPS)  ## apply config/default with $(IMG) to $$KUBECONFIG's cluster, else the local one
-	$(ANSIBLE_OPERATOR) dev-image deploy --tag $(IMG)
+CONFIG ?= default
+deploy: $(OPERATOR_DEPS)  ## apply config/$(CONFIG) (default; ha: 3 sharded replicas) with $(IMG) to $$KUBECONFIG's cluster, else the local one
+	$(ANSIBLE_OPERATOR) dev-image deploy --tag $(IMG) --config $(CONFIG)
 
 undeploy: $(OPERATOR_DEPS)  ## delete what `make deploy` applied
-	$(ANSIBLE_OPERATOR) dev-image undeploy --tag $(IMG)
+	$(ANSIBLE_OPERATOR) dev-image undeploy --tag $(IMG) --config $(CONFIG)
 
 # `make bundle`: everything `make deploy` applies, in one file to `kubectl apply -f` elsewhere
 # (kubebuilder's build-installer; OLM bundles are not made).

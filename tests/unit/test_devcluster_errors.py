@@ -54,3 +54,38 @@ def test_status_and_kubeconfig_without_a_cluster(tmp_path):
     kubeconfig = dev_cluster("kubeconfig", "--state-dir", str(tmp_path), env=env)
     assert kubeconfig.returncode == 1
     assert "run 'up' first" in kubeconfig.stderr
+
+
+def test_bad_feature_gates_are_refused_in_one_line(tmp_path):
+    result = dev_cluster(
+        "up",
+        "--feature-gates=ShardedListAndWatch=yes",
+        "--state-dir",
+        str(tmp_path / "c"),
+        env=dict(os.environ),
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "ansible-operator dev-cluster: error: argument --feature-gates: "
+        "'ShardedListAndWatch=yes': expected Name=true or Name=false, comma-separated"
+    )
+    assert not (tmp_path / "c").exists()  # nothing started, nothing written
+
+
+def test_feature_gates_go_to_the_api_server_only():
+    from collections import defaultdict
+    from pathlib import Path
+
+    from ansible_operator.devcluster import components
+    from ansible_operator.devcluster.binaries import Binaries
+    from ansible_operator.devcluster.components import Layout
+
+    bins = Binaries(defaultdict(lambda: Path("/bin/any")), source="test")
+    ports = dict.fromkeys(components.PORT_NAMES, 1)
+    built = components.build(
+        bins, Layout(Path("/state")), ports, feature_gates="ShardedListAndWatch=true"
+    )
+    with_gate = [c.name for c in built if "--feature-gates=ShardedListAndWatch=true" in c.argv]
+    assert with_gate == ["kube-apiserver"]
+    plain = components.build(bins, Layout(Path("/state")), ports)
+    assert not any(arg.startswith("--feature-gates") for c in plain for arg in c.argv)

@@ -30,7 +30,7 @@ SHARED = [
     "config/samples/kustomization.yaml",
     *(
         str(p.relative_to(REPO))
-        for d in ("default", "manager", "prometheus", "rbac", "testing")
+        for d in ("default", "ha", "manager", "prometheus", "rbac", "testing")
         for p in sorted((REPO / "config" / d).iterdir())
         if p.name != "role.yaml"
     ),

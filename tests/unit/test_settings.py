@@ -599,3 +599,14 @@ def test_help_shows_each_default_as_pflag_prints_it_and_the_overriding_variables
         "[environment: OPERATOR_NAME, when the flag is not given]",
     ):
         assert expected in text, expected
+
+
+def test_shards_auto_a_count_and_what_is_refused() -> None:
+    assert build_run_settings([]).shards == 0
+    assert build_run_settings(["--shards", "auto"]).shards == 32
+    assert build_run_settings(["--shards=8"]).shards == 8
+    for bad in ("0", "257", "-1", "many", ""):
+        with pytest.raises(SettingsError, match='"--shards" flag: expected auto or a number'):
+            build_run_settings([f"--shards={bad}"] if bad else ["--shards="])
+    with pytest.raises(SettingsError, match="--shards and --leader-elect exclude each other"):
+        build_run_settings(["--shards=auto", "--leader-elect"])

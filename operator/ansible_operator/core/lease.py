@@ -139,6 +139,12 @@ class Candidate:
             transitions=self.observed.transitions,
         )
 
+    def observe(self, current: LeaseRecord, now: float) -> None:
+        """The Lease as just read: a changed record starts its holder's term anew, as seen
+        from here."""
+        if current != self.observed:
+            self.observed, self.observed_at = current, now
+
     def claim(
         self, current: LeaseRecord | None, now: float, wall: datetime.datetime
     ) -> LeaseRecord | None:
@@ -146,8 +152,7 @@ class Candidate:
         or keep it, or None while another holder's term still runs."""
         if current is None:
             return self._own_record(wall)
-        if current != self.observed:
-            self.observed, self.observed_at = current, now
+        self.observe(current, now)
         if current.holder and self.lease_valid(now) and not self.is_leader:
             return None
         if self.is_leader:

@@ -156,10 +156,19 @@ class DevCluster:
 
     # -- up ------------------------------------------------------------------------------------
 
-    def up(self, bins: Binaries) -> Path:
-        """Start the cluster, or reuse the healthy one already running; return the kubeconfig."""
+    def up(self, bins: Binaries, *, feature_gates: str = "") -> Path:
+        """Start the cluster, or reuse the healthy one already running with the same
+        ``feature_gates`` (the API server's, ``Name=true,...``); return the kubeconfig."""
         with self._locked():
-            if self._read_state() is not None:
+            state = self._read_state()
+            if state is not None:
+                running_gates = state.get("feature_gates", "")
+                if running_gates != feature_gates and self.is_healthy():
+                    raise ClusterError(
+                        f"the cluster in {self.layout.state_dir} runs with feature gates "
+                        f"{running_gates or '(none)'!r}, not {feature_gates or '(none)'!r}; "
+                        "run 'dev-cluster down' first"
+                    )
                 if self.is_healthy():
                     self._say(f"reusing the running cluster in {self.layout.state_dir}")
                     return self.kubeconfig
@@ -168,7 +177,7 @@ class DevCluster:
             last_error: ClusterError | None = None
             for _ in range(START_ATTEMPTS):
                 try:
-                    return self._start(bins)
+                    return self._start(bins, feature_gates)
                 except PortTaken as err:
                     last_error = err
                     self._stop_recorded()
@@ -185,7 +194,7 @@ class DevCluster:
         for sub in ("data", "logs"):
             (self.layout.state_dir / sub).mkdir(parents=True)
 
-    def _start(self, bins: Binaries) -> Path:
+    def _start(self, bins: Binaries, feature_gates: str) -> Path:
         started_at = time.monotonic()
         self._fresh_state_dir()
         cluster_certs = certs_mod.generate(self.layout.certs.directory)
@@ -199,8 +208,13 @@ class DevCluster:
         stages = resources.files("ansible_operator.devcluster").joinpath("kwok-stages.yaml")
         self.layout.kwok_config.write_text(stages.read_text())
 
-        comps = components.build(bins, self.layout, ports)
-        state: dict = {"server": server, "ports": ports, "components": {}}
+        comps = components.build(bins, self.layout, ports, feature_gates=feature_gates)
+        state: dict = {
+            "server": server,
+            "ports": ports,
+            "feature_gates": feature_gates,
+            "components": {},
+        }
         by_name = {c.name: c for c in comps}
 
         def launch(comp: Component) -> None:

@@ -40,7 +40,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"take every binary from this directory (default: ${binaries.BIN_DIR_ENV}, then "
         "PATH when versions match, then the build cache)",
     )
+    parser.add_argument(
+        "--feature-gates",
+        default="",
+        type=_feature_gates,
+        help="with 'up': the API server's feature gates, e.g. ShardedListAndWatch=true "
+        "(sharded watches, Kubernetes 1.36 alpha); a running cluster with other gates is refused",
+    )
     parser.set_defaults(handler=run)
+
+
+def _feature_gates(value: str) -> str:
+    """``Name=true|false`` pairs joined by commas, as kube-apiserver takes them ("": none)."""
+    for pair in value.split(",") if value else []:
+        name, sep, setting = pair.partition("=")
+        if not (name.isalnum() and sep and setting in ("true", "false")):
+            raise argparse.ArgumentTypeError(
+                f"{value!r}: expected Name=true or Name=false, comma-separated"
+            )
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             started = time.monotonic()
             bins = binaries.ensure(args.bin_dir, progress=_progress)
             _progress(f"binaries from {bins.source}")
-            kubeconfig = cluster.up(bins)
+            kubeconfig = cluster.up(bins, feature_gates=args.feature_gates)
             _progress(f"up in {time.monotonic() - started:.1f}s; kubeconfig: {kubeconfig}")
             print(kubeconfig)
         elif args.action == "down":

@@ -63,8 +63,11 @@ class Layout:
         return self.state_dir / "data" / component
 
 
-def build(bins: Binaries, layout: Layout, ports: dict[str, int]) -> list[Component]:
-    """The components in start order: etcd first, the API server next, the rest after it."""
+def build(
+    bins: Binaries, layout: Layout, ports: dict[str, int], *, feature_gates: str = ""
+) -> list[Component]:
+    """The components in start order: etcd first, the API server next, the rest after it.
+    ``feature_gates`` (``Name=true,...``) go to the API server."""
     certs = layout.certs
     kubeconfig = str(layout.kubeconfig)
     etcd_url = f"http://127.0.0.1:{ports['etcd']}"
@@ -117,6 +120,7 @@ def build(bins: Binaries, layout: Layout, ports: dict[str, int]) -> list[Compone
                 f"--service-account-key-file={certs.service_account_public_key}",
                 f"--service-account-signing-key-file={certs.service_account_key}",
                 "--profiling=false",
+                *([f"--feature-gates={feature_gates}"] if feature_gates else []),
             ],
             f"https://127.0.0.1:{api}/readyz",
             needs_client_cert=True,

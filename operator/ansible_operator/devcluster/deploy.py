@@ -1,4 +1,5 @@
-"""``make deploy`` / ``make undeploy``: ``config/default`` with the image named, through kubectl.
+"""``make deploy`` / ``make undeploy``: ``config/default`` (or another kustomization of
+``config/``, such as ``ha``) with the image named, through kubectl.
 
 kustomize's ``images`` transformer sets the image in an overlay written to a temporary directory,
 so ``config/manager/kustomization.yaml`` is not edited (``kustomize edit set image`` would need
@@ -27,11 +28,14 @@ def split_image(image: str) -> tuple[str, str]:
     return name, tag
 
 
-def render(kubectl: Path, project: Path, image: str) -> str:
-    """The manifests of ``config/default`` with the manager's image set to ``image``."""
+def render(kubectl: Path, project: Path, image: str, config: str = "default") -> str:
+    """The manifests of ``config/<config>`` with the manager's image set to ``image``."""
     name, tag = split_image(image)
+    directory = project / "config" / config
+    if "/" in config or not (directory / "kustomization.yaml").is_file():
+        raise DeployError(f"{directory} is not a kustomization of config/ (default, ha, ...)")
     with tempfile.TemporaryDirectory(prefix="ansible-operator-deploy.") as tmp:
-        base = os.path.relpath((project / "config" / "default").resolve(), tmp)  # no absolute
+        base = os.path.relpath(directory.resolve(), tmp)  # no absolute
         overlay = {
             "resources": [base],
             "images": [{"name": "controller", "newName": name, "newTag": tag}],

@@ -50,6 +50,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         sub.add_argument("--tag", default="controller:latest", help="the image name (IMG)")
         sub.add_argument("--project", type=Path, default=Path("."), help="the project directory")
         sub.add_argument(
+            "--config",
+            default="default",
+            help="which kustomization of config/ (default; ha: three sharded replicas)",
+        )
+        sub.add_argument(
             "--kubeconfig", type=Path, help="default: $KUBECONFIG, else the dev cluster"
         )
         sub.set_defaults(handler=_deploy)
@@ -103,7 +108,7 @@ def _deploy(args: argparse.Namespace) -> int:
     )
     try:
         kubectl = binaries.find()["kubectl"]
-        manifests = deploy.render(kubectl, args.project, args.tag)
+        manifests = deploy.render(kubectl, args.project, args.tag, args.config)
         act = deploy.apply if args.action == "deploy" else deploy.delete
         print(act(kubectl, kubeconfig, manifests), end="")
     except (binaries.BinariesError, deploy.DeployError) as err:

@@ -207,10 +207,15 @@ class KubeClient:
 
 
 async def list_pages(
-    client: KubeClient, path: str, limit: int, *, accept: str | None = None
+    client: KubeClient,
+    path: str,
+    limit: int,
+    *,
+    accept: str | None = None,
+    params: dict[str, str] | None = None,  # more list options (a shardSelector, say)
 ) -> AsyncIterator[dict[str, Any]]:
     """A paginated list, ``limit`` objects a page, following each page's ``continue`` token."""
-    params = {"limit": str(limit)}
+    params = {**(params or {}), "limit": str(limit)}
     headers = {"Accept": accept} if accept else None
     while True:
         page: dict[str, Any] = await client.request("GET", path, params=params, headers=headers)

@@ -7,6 +7,10 @@ object's identity: reconciliation is level-based, it re-reads the object (the co
 ``reconcile``). The controller turns the reconciler's answer into the key's next run: a periodic
 re-run or ``requeue_after`` when it succeeded, exponential backoff when it failed, none after a
 terminal error until the object's spec or annotations change.
+
+With sharding (``owns``), the controller acts only on objects whose uid is in a shard this
+replica holds: other objects' events are dropped, their keys are not run, and a dependent's
+event counts through its owner's uid. The uid of every key seen is kept for that.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from ansible_operator.core import objects, predicates
@@ -25,6 +30,9 @@ from ansible_operator.runtime.reconcile import Key, ReconcileError, ReconcileFn,
 from ansible_operator.runtime.workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger("ansible-controller")
+
+StopRuns = Callable[[list[asyncio.Task[Any]]], None]
+STOP_WAIT = 30.0  # after an interruption: the runner's kill grace, then the status writes
 
 
 def _predicate_view(obj: dict[str, Any]) -> dict[str, Any]:
@@ -46,6 +54,7 @@ class Controller:
         *,
         workers: int,
         backoff: ItemBackoff | None = None,
+        owns: Callable[[str], bool] | None = None,  # by uid; None: every object (no sharding)
     ) -> None:
         self.watch = watch
         self.name = f"{watch.gvk.kind.lower()}.{watch.gvk.group or 'core'}-{watch.gvk.version}"
@@ -60,9 +69,69 @@ class Controller:
         self._after_terminal = dataclasses.replace(watch, watch_annotations_changes=True)
         self._tasks: list[asyncio.Task[None]] = []
         self._busy: set[asyncio.Task[Any]] = set()
+        self._owns = owns
+        self._uids: dict[Key, str] = {}
+        self._running: dict[Key, tuple[asyncio.Task[Any], asyncio.Event]] = {}  # and when done
+
+    def owned(self, key: Key) -> bool:
+        """Whether this replica acts on ``key`` (always, without sharding)."""
+        if self._owns is None:
+            return True
+        uid = self._uids.get(key)
+        return uid is not None and self._owns(uid)
+
+    def owned_count(self) -> int:
+        return sum(1 for key in self._uids if self.owned(key))
+
+    def adopt(self, obj: dict[str, Any]) -> None:
+        """``obj`` is in a shard this replica has just taken: reconcile it, whatever its
+        events said before (level-based: the new holder cannot know what the last one did)."""
+        key: Key = objects.key(obj)
+        self._uids[key] = objects.metadata(obj).get("uid") or ""
+        self._seen[key] = _predicate_view(obj)
+        self.queue.add(key)
+
+    async def stop_runs(
+        self, uids: Callable[[str], bool], *, grace: float, interrupt: StopRuns
+    ) -> None:
+        """Wait up to ``grace`` seconds for the runs of objects whose uid ``uids`` selects,
+        then ``interrupt`` the rest and wait for them to be recorded (a shard given up)."""
+        if await self._wait_runs(uids, grace):
+            return
+        interrupt(self.tasks_of(uids))
+        await self._wait_runs(uids, STOP_WAIT)
+
+    def tasks_of(self, uids: Callable[[str], bool]) -> list[asyncio.Task[Any]]:
+        """The tasks running reconciles of the objects whose uid ``uids`` selects."""
+        return [task for task, _ in self._runs_of(uids)]
+
+    def _runs_of(
+        self, uids: Callable[[str], bool]
+    ) -> list[tuple[asyncio.Task[Any], asyncio.Event]]:
+        return [entry for key, entry in self._running.items() if uids(self._uids.get(key, ""))]
+
+    async def _wait_runs(self, uids: Callable[[str], bool], timeout: float) -> bool:
+        """Whether the runs ``uids`` selects all ended within ``timeout`` seconds."""
+        waits = [asyncio.create_task(done.wait()) for _, done in self._runs_of(uids)]
+        if not waits:
+            return True
+        _, pending = await asyncio.wait(waits, timeout=timeout)
+        for waiting in pending:
+            waiting.cancel()
+        return not pending
 
     def handle_event(self, event_type: str | None, obj: dict[str, Any]) -> None:
         key: Key = objects.key(obj)
+        if event_type == "DELETED":
+            owned = self.owned(key)
+            self._uids.pop(key, None)
+        else:
+            self._uids[key] = objects.metadata(obj).get("uid") or ""
+            owned = self.owned(key)
+        if not owned:
+            self._seen.pop(key, None)  # its next holder reconciles it whatever it was
+            log.debug("event not in a held shard", extra={"key": "/".join(key)})
+            return
         old = self._seen.get(key)
         new = _predicate_view(obj)
         if event_type == "DELETED":
@@ -89,7 +158,8 @@ class Controller:
 
     def enqueue(self, key: Key) -> None:
         """Ask for a reconcile of ``key`` (a dependent changed, say)."""
-        self.queue.add(key)
+        if self.owned(key):
+            self.queue.add(key)
 
     async def run(self) -> None:
         """Run the workers until cancelled; a cancelled worker cancels its reconcile too."""
@@ -125,10 +195,18 @@ class Controller:
         assert me is not None
         while True:
             key = await self.queue.get()
+            if not self.owned(key):  # its shard was given up while it waited
+                self.queue.cancel(key)
+                self.queue.done(key)
+                continue
             self._busy.add(me)
+            done = asyncio.Event()
+            self._running[key] = (me, done)
             try:
                 await self._process(key)
             finally:
+                done.set()
+                del self._running[key]
                 self._busy.discard(me)
                 self.queue.done(key)
 

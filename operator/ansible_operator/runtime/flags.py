@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TextIO
 
+from ansible_operator.core.shards import DEFAULT_SHARDS, MAX_SHARDS
 from ansible_operator.core.watches import GVK
 from ansible_operator.gocompat.durations import format_go_duration, parse_go_duration
 from ansible_operator.gocompat.strconv import atoi, parse_bool, parse_int, quote
@@ -231,6 +232,14 @@ def _flags() -> tuple[_Flag, ...]:
             "leadership before giving up. Default is 10 seconds.",
         ),
         _Flag(
+            "shards",
+            str,
+            "",
+            "Share the work between all replicas instead of electing one: 'auto' (32 virtual "
+            "shards) or the number of virtual shards (1-256, the same on every replica). "
+            "Not with --leader-elect. The Leases are named after --leader-election-id.",
+        ),
+        _Flag(
             "graceful-shutdown-timeout",
             _duration,
             30.0,
@@ -353,6 +362,7 @@ class RunSettings:
     leader_election_namespace: str = ""
     leader_elect_lease_duration: float = 15.0
     leader_elect_renew_deadline: float = 10.0
+    shards: int = 0  # virtual shards with --shards; 0: no sharding
     graceful_shutdown_timeout: float = 30.0
     ansible_log_events: str = "Tasks"  # Tasks, Everything or Nothing
     proxy_port: int = 8888
@@ -595,6 +605,13 @@ def build_run_settings(
         elif not leader_election_id:
             leader_election_id = env["OPERATOR_NAME"]
 
+    shards = _shards(parsed["shards"]) if "shards" in given_set else 0
+    if shards and leader_elect:
+        raise SettingsError(
+            "--shards and --leader-elect exclude each other: with --shards every replica is "
+            "active and each CR has one owner; remove --leader-elect"
+        )
+
     log_events = "Tasks"
     raw_events = parsed["ansible_log_events"]
     for choice in LOG_EVENTS:
@@ -634,6 +651,7 @@ def build_run_settings(
         leader_election_namespace=parsed["leader_election_namespace"],
         leader_elect_lease_duration=parsed["leader_elect_lease_duration"],
         leader_elect_renew_deadline=parsed["leader_elect_renew_deadline"],
+        shards=shards,
         graceful_shutdown_timeout=parsed["graceful_shutdown_timeout"],
         ansible_log_events=log_events,
         proxy_port=parsed["proxy_port"],
@@ -652,6 +670,18 @@ def build_run_settings(
         ansible_debug_logs=debug_logs,
         warnings=tuple(warnings),
         environ=env,
+    )
+
+
+def _shards(value: str) -> int:
+    """``--shards``: "auto" or a number of virtual shards."""
+    if value == "auto":
+        return DEFAULT_SHARDS
+    if value.isdigit() and 1 <= int(value) <= MAX_SHARDS:
+        return int(value)
+    raise SettingsError(
+        f'invalid argument "{value}" for "--shards" flag: expected auto or a number of '
+        f"shards from 1 to {MAX_SHARDS}"
     )
 
 

@@ -59,7 +59,10 @@ def new_identity() -> str:
 
 
 def election_config(
-    settings: RunSettings, *, namespace_file: Path = SERVICE_ACCOUNT_DIR / "namespace"
+    settings: RunSettings,
+    *,
+    namespace_file: Path = SERVICE_ACCOUNT_DIR / "namespace",
+    flag: str = "--leader-elect",  # or --shards, whose Leases are named and placed alike
 ) -> ElectionConfig:
     """The Lease to hold, from the flags; LeaderElectionError when it cannot be decided.
 
@@ -67,9 +70,7 @@ def election_config(
     controller-runtime does; outside a cluster there is none to default to.
     """
     if not settings.leader_election_id:
-        raise LeaderElectionError(
-            "--leader-elect needs --leader-election-id (the name of the Lease)"
-        )
+        raise LeaderElectionError(f"{flag} needs --leader-election-id (the name of the Lease)")
     namespace = settings.leader_election_namespace
     if not namespace:
         try:
@@ -78,7 +79,7 @@ def election_config(
             namespace = ""
         if not namespace:
             raise LeaderElectionError(
-                "--leader-elect outside a cluster needs --leader-election-namespace "
+                f"{flag} outside a cluster needs --leader-election-namespace "
                 f"(there is no {namespace_file} to take it from)"
             )
     timings = Timings(
@@ -99,11 +100,19 @@ class LeaseLock:
     """The Lease object; updates carry the resourceVersion last read or written, so of two
     replicas writing on the same version only one succeeds."""
 
-    def __init__(self, client: KubeClient, namespace: str, name: str) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        namespace: str,
+        name: str,
+        *,
+        labels: dict[str, str] | None = None,  # set on create (shards find their Leases by them)
+    ) -> None:
         self._client = client
         self.namespace = namespace
         self.name = name
-        self._collection = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace)}/leases"
+        self.labels = labels or {}
+        self._collection = lease_collection(namespace)
         self._path = f"{self._collection}/{quote(name)}"
         self._object: dict[str, Any] | None = None
 
@@ -121,11 +130,29 @@ class LeaseLock:
             return None
         return LeaseRecord.from_spec(self._object.get("spec"))
 
+    def seen(self, obj: dict[str, Any] | None) -> LeaseRecord | None:
+        """The Lease as read by someone else (a list of Leases), as ``get()`` would return it."""
+        self._object = obj
+        return None if obj is None else LeaseRecord.from_spec(obj.get("spec"))
+
+    async def delete(self) -> None:
+        """Delete the Lease if it is still as last read or written."""
+        if self._object is None:
+            return
+        version = self._object["metadata"]["resourceVersion"]
+        body = {"preconditions": {"resourceVersion": version}}
+        with contextlib.suppress(ApiError):
+            await self._client.request("DELETE", self._path, body=body)
+        self._object = None
+
     async def create(self, record: LeaseRecord) -> None:
+        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if self.labels:
+            metadata["labels"] = self.labels
         body = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"name": self.name, "namespace": self.namespace},
+            "metadata": metadata,
             "spec": record.to_spec(),
         }
         self._object = await self._client.request("POST", self._collection, body=body)
@@ -148,8 +175,32 @@ class LeaseLock:
                 await asyncio.sleep(retry)
 
 
-def _wall() -> datetime.datetime:
+def lease_collection(namespace: str) -> str:
+    return f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace)}/leases"
+
+
+def wall_clock() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
+
+
+async def take_or_keep(candidate: Candidate, lock: LeaseLock, current: LeaseRecord | None) -> bool:
+    """client-go's slow path: given the Lease as just read (None: there is none), write the
+    record that takes or keeps it for ``candidate``; False when another holder's term still
+    runs or the write was refused (someone else wrote first)."""
+    sent = time.monotonic()
+    record = candidate.claim(current, sent, wall_clock())
+    if record is None:
+        return False
+    try:
+        if current is None:
+            await lock.create(record)
+        else:
+            await lock.update(record)
+    except (ApiError, Unreachable) as err:
+        log.info("Failed to take the Lease", extra={"lease": str(lock), "error": str(err)})
+        return False
+    candidate.wrote(record, sent)
+    return True
 
 
 class LeaderElector:
@@ -286,7 +337,7 @@ class LeaderElector:
 
     async def _try_acquire_or_renew(self) -> bool:
         sent = time.monotonic()
-        record = self.candidate.renewal(sent, _wall())
+        record = self.candidate.renewal(sent, wall_clock())
         if record is not None:
             try:
                 await self.lock.update(record)
@@ -303,20 +354,7 @@ class LeaderElector:
         except (ApiError, Unreachable) as err:
             log.error("Error retrieving the Lease", extra={"error": str(err)})
             return False
-        sent = time.monotonic()
-        record = self.candidate.claim(current, sent, _wall())
-        if record is None:
-            return False
-        try:
-            if current is None:
-                await self.lock.create(record)
-            else:
-                await self.lock.update(record)
-        except (ApiError, Unreachable) as err:
-            log.info("Failed to take the Lease", extra={"error": str(err)})
-            return False
-        self.candidate.wrote(record, sent)
-        return True
+        return await take_or_keep(self.candidate, self.lock, current)
 
     def _report_holder(self) -> None:
         holder = self.candidate.holder
@@ -332,7 +370,7 @@ class LeaderElector:
         self._status.labels(name=self.config.name).set(0)
         try:
             async with asyncio.timeout(self.timings.renew_deadline):
-                record = self.candidate.release(await self.lock.get(), _wall())
+                record = self.candidate.release(await self.lock.get(), wall_clock())
                 if record is None:
                     return
                 await self.lock.update(record)

@@ -7,7 +7,8 @@ reconnects, namespaces) and writes nothing to the objects, since only ``on.event
 SIGINT and SIGTERM start a graceful shutdown (``shutdown.py``): no new run, the running ones
 get ``--graceful-shutdown-timeout``, then the rest are interrupted; the watches stop last.
 With ``--leader-elect`` only the replica holding the Lease watches and reconciles
-(runtime/leader.py); every replica serves the probes, metrics and proxy.
+(runtime/leader.py); with ``--shards`` every replica does, each for the CRs of the shards it
+holds (runtime/shards.py); every replica serves the probes, metrics and proxy.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from kopf._cogs.structs.references import Insights
 
 from ansible_operator import __version__
 from ansible_operator.core.backoff import Backoff
+from ansible_operator.core.shards import ShardSpace
 from ansible_operator.core.watches import Watch, WatchesError, load_watches
 from ansible_operator.kube.client import (
     ApiError,
@@ -52,12 +54,18 @@ from ansible_operator.runtime.leader import (
     LeaseLock,
     election_config,
 )
-from ansible_operator.runtime.metrics import EndpointError, Endpoints, OperatorMetrics
+from ansible_operator.runtime.metrics import (
+    EndpointError,
+    Endpoints,
+    OperatorMetrics,
+    ShardMetrics,
+)
 from ansible_operator.runtime.metrics_auth import MetricsAuth
 from ansible_operator.runtime.metrics_tls import MetricsCertError, ServingTLS, serving_context
 from ansible_operator.runtime.readiness import API_CHECK_INTERVAL, Readiness
 from ansible_operator.runtime.reconciler import Reconciler
 from ansible_operator.runtime.session import RunSession
+from ansible_operator.runtime.shards import ShardedControllers, ShardKeeper
 from ansible_operator.runtime.shutdown import (
     RunGate,
     drain,
@@ -148,9 +156,33 @@ class Operator:
             dependents=self.dependents,
             discovery=self.discovery,
         )
+        self.shards: ShardKeeper | None = None
+        if settings.shards:
+            try:
+                config = election_config(settings, flag="--shards")
+            except LeaderElectionError as err:
+                raise StartupError(str(err)) from None
+            self.shard_metrics = ShardMetrics(self.metrics.registry)
+            self.shards = ShardKeeper(
+                config, ShardSpace(settings.shards), self.client, metrics=self.shard_metrics
+            )
         self.controllers: list[Controller] = []
         for watch in watches:
             self.controllers.append(self._controller(watch))
+        self.sharded: ShardedControllers | None = None
+        if self.shards is not None:
+            keeper = self.shards
+            self.sharded = ShardedControllers(
+                self.controllers,
+                space=keeper.space,
+                client=self.client,
+                discovery=self.discovery,
+                gate=self.gate,
+                namespaces=settings.watch_namespaces,
+                grace=settings.graceful_shutdown_timeout,
+                kill_now=self._kill_runs_now,
+                acting=lambda: keeper.acting,
+            )
         self.leader: LeaderElector | None = None
         if settings.leader_elect:
             try:
@@ -203,14 +235,20 @@ class Operator:
             gate=self.gate,
         )
         controller = Controller(
-            watch, reconciler, workers=self.settings.max_concurrent_reconciles_for(gvk)
+            watch,
+            reconciler,
+            workers=self.settings.max_concurrent_reconciles_for(gvk),
+            owns=self.shards.owns if self.shards is not None else None,
         )
+        if self.shards is not None:
+            self.shard_metrics.owned.labels(GVK=str(gvk)).set_function(controller.owned_count)
         self.dependents.add_owner(watch, controller.enqueue)
         for message in self.settings.env_messages_for(gvk):
             log.info(message, extra={"gvk": str(gvk)})
 
         async def on_event(**kwargs: Any) -> None:
             event = kwargs["event"]
+            self.metrics.watch_event(str(gvk))
             controller.handle_event(event.get("type"), event["object"])
 
         kopf.on.event(
@@ -233,6 +271,12 @@ class Operator:
         # Keep retrying through an API server outage of up to an hour instead of giving up.
         settings.networking.error_backoffs = (1, 1, 2, 3, 5, 8, 13, 21) + (30,) * 120
         settings.watching.server_timeout = 300
+        if self.sharded is not None and self.shards is not None:
+            settings.watching.shard_selectors = self.sharded.shard_selectors
+            # kopf reads the selectors at each watch request: a change of the shards held
+            # reaches the API server within this (the server-side filter; the client-side one
+            # applies at once).
+            settings.watching.server_timeout = int(self.shards.timings.lease_duration)
         # Watching given namespaces, kopf need not list namespaces nor watch CRDs: both need
         # cluster-wide rights that a namespaced operator's RBAC does not grant, and with the
         # backoffs above kopf would retry the refusals for an hour before starting any watch.
@@ -255,10 +299,12 @@ class Operator:
             await self._wait_for_api_server(stop)
             checking = asyncio.create_task(self._check_api_server(stop))
             servers.push_async_callback(_cancel, checking)
-            if self.leader is None:
-                await self._act(stop)
-            else:
+            if self.leader is not None:
                 await self.leader.lead(stop, lambda: self._act(stop))
+            elif self.shards is not None and self.sharded is not None:
+                await self.shards.keep(self.sharded, lambda: self._act(stop))
+            else:
+                await self._act(stop)
 
     async def _act(self, stop: asyncio.Event) -> None:
         """What only the leader does: dependent watches, controllers and kopf's watches."""

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ansible_operator import __version__
@@ -58,9 +58,43 @@ class OperatorMetrics:
             registry=self.registry,
         )
 
+        self._watch_events = Counter(
+            "ansible_operator_watch_events",
+            "Watch events received for a watched kind, before any shard filtering.",
+            ["GVK"],
+            registry=self.registry,
+        )
+
     def observe_run(self, gvk: str, seconds: float, succeeded: bool) -> None:
         self._durations.labels(GVK=gvk).observe(seconds)
         self._results.labels(GVK=gvk, result="succeeded" if succeeded else "failed").inc()
+
+    def watch_event(self, gvk: str) -> None:
+        self._watch_events.labels(GVK=gvk).inc()
+
+
+class ShardMetrics:
+    """What one replica holds with ``--shards`` (each replica reports its own)."""
+
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self.held = Gauge(
+            "ansible_operator_shards_held",
+            "Virtual shards this replica holds and reconciles.",
+            registry=registry,
+        )
+        self.owned = Gauge(
+            "ansible_operator_shard_owned_resources",
+            "Custom resources in the shards this replica holds.",
+            ["GVK"],
+            registry=registry,
+        )
+        self.handovers = Counter(
+            "ansible_operator_shard_handovers",
+            "Shards this replica took (acquired), gave up after its runs ended (released), or "
+            "stopped acting on because its Lease could not be renewed in time (lost).",
+            ["direction"],
+            registry=registry,
+        )
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:

@@ -19,17 +19,16 @@ import asyncio
 import logging
 import math
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import kopf
 
-from ansible_operator.runtime.controller import Controller
+from ansible_operator.runtime.controller import STOP_WAIT, Controller
 
 T = TypeVar("T")
 log = logging.getLogger("shutdown")
 
-STOP_WAIT = 30.0  # after an interruption: the runner's kill grace, then the status writes
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -53,6 +52,7 @@ class RunGate:
         self._closed: str | None = None  # why no run may start
         self._interrupted: str | None = None  # why the running ones were stopped
         self._running: set[asyncio.Task[Any]] = set()
+        self._stopped: dict[asyncio.Task[Any], str] = {}  # runs interrupted one by one, and why
 
     @property
     def running(self) -> int:
@@ -72,6 +72,13 @@ class RunGate:
             for task in self._running:
                 task.cancel()
 
+    def interrupt_only(self, tasks: Iterable[asyncio.Task[Any]], cause: str) -> None:
+        """Stop the runs awaited in ``tasks`` (a shard given up), leaving the gate open."""
+        for task in tasks:
+            if task in self._running and task not in self._stopped:
+                self._stopped[task] = cause
+                task.cancel()
+
     async def run(self, work: Awaitable[T]) -> T:
         """Await ``work``, the start of a run, unless the gate is closed.
 
@@ -89,11 +96,13 @@ class RunGate:
             return await work
         except asyncio.CancelledError:
             # Ours alone if nobody else cancelled the task too: then it goes on, interrupted.
-            if self._interrupted is not None and me.uncancel() == 0:
-                raise Interrupted(self._interrupted) from None
+            cause = self._stopped.get(me) or self._interrupted
+            if cause is not None and me.uncancel() == 0:
+                raise Interrupted(cause) from None
             raise
         finally:
             self._running.discard(me)
+            self._stopped.pop(me, None)
 
 
 async def drain(controllers: Sequence[Controller], gate: RunGate, *, timeout: float) -> None:
