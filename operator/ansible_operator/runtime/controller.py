@@ -7,6 +7,10 @@ object's identity: reconciliation is level-based, it re-reads the object (the co
 ``reconcile``). The controller turns the reconciler's answer into the key's next run: a periodic
 re-run or ``requeue_after`` when it succeeded, exponential backoff when it failed, none after a
 terminal error until the object's spec or annotations change.
+
+An object first seen already Successful at its generation (the initial listing after a
+restart) goes in the queue's resync lane: re-run to repair drift, but after every new or changed
+object and at a bounded rate (``resync_rate``), so a restart does not stampede.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import dataclasses
 import logging
 from typing import Any
 
-from ansible_operator.core import objects, predicates
+from ansible_operator.core import conditions, objects, predicates
 from ansible_operator.core.backoff import ItemBackoff
 from ansible_operator.core.watches import Watch
 from ansible_operator.runtime import logs
@@ -46,10 +50,11 @@ class Controller:
         *,
         workers: int,
         backoff: ItemBackoff | None = None,
+        resync_rate: float | None = None,  # None: resyncs wait only for asked-for work
     ) -> None:
         self.watch = watch
         self.name = f"{watch.gvk.kind.lower()}.{watch.gvk.group or 'core'}-{watch.gvk.version}"
-        self.queue: WorkQueue[Key] = WorkQueue()
+        self.queue: WorkQueue[Key] = WorkQueue(resync_rate=resync_rate)
         self.workers = max(1, workers)
         self._reconcile = reconcile
         self._backoff = backoff or ItemBackoff()
@@ -75,8 +80,15 @@ class Controller:
             self.queue.cancel(key)
         watch = self._after_terminal if key in self._terminal else self.watch
         if predicates.primary_event_passes(event, old, new, watch):
-            log.debug("event passes", extra={"event": event, "key": "/".join(key)})
-            self.queue.add(key)
+            resync = old is None and conditions.settled(obj)
+            log.debug(
+                "event passes",
+                extra={"event": event, "key": "/".join(key), "lane": "resync" if resync else "now"},
+            )
+            if resync:
+                self.queue.add_resync(key)
+            else:
+                self.queue.add(key)
         else:  # said, so that a test can tell an event was seen and ignored
             log.debug(
                 "event filtered",

@@ -199,7 +199,10 @@ class Operator:
             gate=self.gate,
         )
         controller = Controller(
-            watch, reconciler, workers=self.settings.max_concurrent_reconciles_for(gvk)
+            watch,
+            reconciler,
+            workers=self.settings.max_concurrent_reconciles_for(gvk),
+            resync_rate=self.settings.resync_rate,
         )
         self.dependents.add_owner(watch, controller.enqueue)
         for message in self.settings.env_messages_for(gvk):
