@@ -39,8 +39,8 @@ run: $(STAMP)  ## the local cluster, and the operator with the example CRs
 	$(OPERATOR) dev run --namespace=$(RUN_NAMESPACE)
 
 lint: $(STAMP)
-	$(BIN)/ruff check operator tests
-	$(BIN)/ruff format --check operator tests
+	$(BIN)/ruff check operator tests bench
+	$(BIN)/ruff format --check operator tests bench
 	$(BIN)/mypy
 	cd operator && ../$(BIN)/lint-imports --config ../pyproject.toml  # layers import only downward
 	MYPYPATH=operator $(BIN)/mypy --explicit-package-bases --namespace-packages \
@@ -93,8 +93,17 @@ e2e: $(STAMP)
 	$(OPERATOR) dev-cluster build
 	$(BIN)/pytest tests/e2e $(PYTEST_ARGS)
 
-bench: $(STAMP)  ## the runner's cost over plain ansible-playbook (bench/runner_cold_overhead.md)
-	$(BIN)/python bench/runner_cold_overhead.py --rounds 9
+# `make bench`: bench/operator_bench.py (run from the repository root), the operator as a real process with each runner mode,
+# rounds interleaved, on the cluster ANSIBLE_OPERATOR_TEST_KUBECONFIG names, else a private one.
+# About 15 min on 2 CPUs; writes bench/results/<stamp>.json and .png, and latest.md/latest.png.
+BENCH_STAMP := $(VENV)/.bench-installed
+BENCH_ARGS ?=
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,bench]'
+	touch $@
+
+bench: $(BENCH_STAMP)  ## warm and cold runners side by side (bench/results/latest.md)
+	$(BIN)/python -m bench.operator_bench $(BENCH_ARGS)
 
 # The image, with podman in place of a Docker engine (installed on first use, as root, from
 # Debian's packages); its store is private (~/.cache/ansible-operator/podman).
