@@ -42,6 +42,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check operator tests bench
 	$(BIN)/ruff format --check operator tests bench
 	$(BIN)/mypy
+	$(BIN)/mypy bench/operator_bench.py bench/figures.py bench/plot.py bench/processes.py  # make bench
 	cd operator && ../$(BIN)/lint-imports --config ../pyproject.toml  # layers import only downward
 	MYPYPATH=operator $(BIN)/mypy --explicit-package-bases --namespace-packages \
 		-p ansible_collections.operator_sdk.util

@@ -92,7 +92,8 @@ def install_crds(api: client.ApiClient) -> None:
         name = yaml.safe_load(path.read_text())["metadata"]["name"]
         deadline = time.monotonic() + 120
         while True:
-            conds = ext.read_custom_resource_definition(name).status.conditions or []
+            status = ext.read_custom_resource_definition(name).status
+            conds = (status.conditions if status is not None else None) or []
             if any(c.type == "Established" and c.status == "True" for c in conds):
                 break
             if time.monotonic() > deadline:
@@ -125,7 +126,9 @@ class Successes:
         self._stop = threading.Event()
         self._errors: queue.Queue[BaseException] = queue.Queue()
         group, version, plural, _ = kind
-        listing = self._crs.list_namespaced_custom_object(group, version, namespace, plural)
+        listing: dict[str, Any] = self._crs.list_namespaced_custom_object(  # type: ignore[assignment]
+            group, version, namespace, plural
+        )
         self._seen(listing["items"])
         self._version = listing["metadata"]["resourceVersion"]
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -239,7 +242,7 @@ class Bench:
 
     def namespace(self, what: str) -> str:
         name = f"bench-{self.stamp.lower()}-{what}"
-        self.core.create_namespace({"metadata": {"name": name}})
+        self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
         self.namespaces.append(name)
         return name
 

@@ -45,11 +45,17 @@ def test_after_a_restart_a_new_cr_goes_before_the_successful_backlog(
         GROUP, VERSION, namespace, "counters", new_cr("Counter", "fresh", {})
     )
     wait_condition(crs, namespace, "Counter", "fresh", "Successful", timeout=300)
+    keys = {f"{namespace}/{name}" for name in [*OLD, "fresh"]}
+
+    def reconciled() -> list[str]:
+        return [r["key"] for r in records_of(operator.records(since), "reconciled")]
+
     wait_until(
-        lambda: all(runs(core, namespace, name) == 2 for name in OLD),
-        what="every old CR re-run once after the restart",
+        lambda: set(reconciled()) == keys,
+        what="every old CR re-run after the restart",
         timeout=600,
     )
+    assert all(runs(core, namespace, name) == 2 for name in OLD), "each re-run exactly once"
 
     records = operator.records(since)
     lanes = {r["key"]: r["lane"] for r in records_of(records, "event passes")}
@@ -57,7 +63,7 @@ def test_after_a_restart_a_new_cr_goes_before_the_successful_backlog(
         f"{namespace}/fresh": "now"
     }
     done = [r["key"] for r in records_of(records, "reconciled")]
-    assert sorted(done) == sorted(f"{namespace}/{name}" for name in [*OLD, "fresh"])
+    assert sorted(done) == sorted(keys)
     old_before_fresh = done.index(f"{namespace}/fresh")
     assert old_before_fresh < len(OLD) // 2, (
         f"the new CR waited for {old_before_fresh} of the {len(OLD)} old ones"
