@@ -156,6 +156,17 @@ def markdown_table(record: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def latest_markdown(record: Mapping[str, Any], name: str) -> str:
+    """`latest.md`: what was run, on what, then the table."""
+    settings, machine = record["settings"], record["machine"]
+    return (
+        f"`make bench` of {record['started'][:16].replace('T', ' ')} UTC ({name}): modes "
+        f"{', '.join(settings['modes'])}, {settings['rounds']} rounds of {settings['singles']} "
+        f"single CRs, {settings['workers']} workers; {machine['cpus']} CPUs, load average "
+        f"{machine['load_average_at_start'][0]:.1f} at the start\n\n{markdown_table(record)}"
+    )
+
+
 def write_record(record: Mapping[str, Any], directory: Path, stamp: str) -> Path:
     """`<stamp>.json` under ``directory``; returns its path."""
     directory.mkdir(parents=True, exist_ok=True)

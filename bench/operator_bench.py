@@ -424,10 +424,7 @@ def run(args: argparse.Namespace) -> Path:
     png = args.results / f"{stamp}.png"
     plot.plot(record, png)
     shutil.copyfile(png, args.results / "latest.png")
-    (args.results / "latest.md").write_text(
-        f"`make bench` of {started:%Y-%m-%d %H:%M} UTC ({path.name}; {record['machine']['cpus']} "
-        f"CPUs, {args.workers} workers, {args.rounds} rounds)\n\n{table}"
-    )
+    (args.results / "latest.md").write_text(figures.latest_markdown(record, path.name))
     print(table)
     return path
 

@@ -92,3 +92,20 @@ def test_without_a_cold_run_there_are_no_ratios():
     )
     assert record["ratios_to_cold"] == {}
     assert figures.markdown_table(record).splitlines()[0] == "| figure | warm |"
+
+
+def test_latest_markdown_says_what_ran_on_what_before_the_table():
+    settings = {**SETTINGS, "modes": ["cold", "warm"], "rounds": 3, "singles": 3, "workers": 2}
+    record = figures.build_record(
+        started="2026-11-23T20:00:00.123+00:00",
+        machine={"cpus": 2, "load_average_at_start": [1.25, 1.0, 0.5]},
+        settings=settings,
+        raw={"cold": raw(1.0), "warm": raw(0.5)},
+    )
+    text = figures.latest_markdown(record, "20261123T200000Z.json")
+    first, blank, *table = text.splitlines()
+    assert first == (
+        "`make bench` of 2026-11-23 20:00 UTC (20261123T200000Z.json): modes cold, warm, "
+        "3 rounds of 3 single CRs, 2 workers; 2 CPUs, load average 1.2 at the start"
+    )
+    assert blank == "" and "\n".join(table) + "\n" == figures.markdown_table(record)
