@@ -431,10 +431,18 @@ def run(args: argparse.Namespace) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    from urllib3.exceptions import HTTPError
+
+    from ansible_operator.devcluster.binaries import BinariesError
+    from ansible_operator.devcluster.cluster import ClusterError
+
     try:
         path = run(args)
-    except (BenchError, launcher.LaunchError) as err:
+    except (BenchError, launcher.LaunchError, BinariesError, ClusterError, HTTPError) as err:
         print(f"bench: {err}", file=sys.stderr)
+        return 1
+    except ApiException as err:  # its str() carries every response header
+        print(f"bench: the API server answered {err.status} {err.reason}", file=sys.stderr)
         return 1
     say(f"wrote {path}")
     return 0
