@@ -49,7 +49,7 @@ lint: $(STAMP)
 	$(OPERATOR) generate crds --check  # the CRDs in config/crd/bases match the roles
 	$(BIN)/pytest -q tests/unit/test_dockerfile.py  # the Dockerfile's essentials, before a build
 	$(BIN)/yamllint --strict roles playbooks operator/ansible_collections molecule config tests/e2e/roles \
-		watches.yaml requirements.yml .yamllint .ansible-lint
+		watches.yaml requirements.yml .yamllint .ansible-lint bench/roles bench/watches.yaml bench/trivial-crd.yaml
 	PATH="$(CURDIR)/$(BIN):$$PATH" \
 		$(BIN)/ansible-lint roles playbooks operator/ansible_collections molecule  # .ansible-lint: what, why
 
