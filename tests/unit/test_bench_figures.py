@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from bench import figures
 
 SETTINGS = {"trivial_burst": 30, "memcached_burst": 20, "at_rest_crs": 1000, "idle_seconds": 20}
