@@ -216,7 +216,16 @@ def test_a_group_without_domain_takes_the_domain_of_the_project_file(fresh):
 
 def test_plural_can_be_given(fresh):
     assert new_api("--group", "x.example.com", "--version", "v1", "--kind", "Policy",
-                   "--plural", "policies") == 0  # fmt: skip
+                   "--plural", "policyset") == 0  # fmt: skip
+    crd = load(fresh / "config/crd/bases/x.example.com_policyset.yaml")
+    assert crd["spec"]["names"]["plural"] == "policyset"
+    assert load(fresh / "config/rbac/role.yaml")["rules"][0]["resources"][0] == "policyset"
+    # generate crds keeps the plural from the file
+    assert generate.plan(Path("watches.yaml"), generate.DEFAULT_OUTPUT).crds[0].up_to_date
+
+
+def test_the_default_plural_is_the_kinds_english_plural(fresh):
+    assert new_api("--group", "x.example.com", "--version", "v1", "--kind", "Policy") == 0
     crd = load(fresh / "config/crd/bases/x.example.com_policies.yaml")
     assert crd["spec"]["names"]["plural"] == "policies"
     assert load(fresh / "config/rbac/role.yaml")["rules"][0]["resources"][0] == "policies"

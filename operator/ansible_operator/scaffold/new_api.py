@@ -470,7 +470,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--version", required=True, help="API version, e.g. v1alpha1")
     parser.add_argument("--kind", required=True, help="kind, CamelCase, e.g. Memcached")
     parser.add_argument("--domain", help="appended to --group (as operator-sdk's init --domain)")
-    parser.add_argument("--plural", help="resource plural (default: lowercase kind + 's')")
+    parser.add_argument(
+        "--plural",
+        help="resource plural (default: the kind's English plural as kubebuilder makes it, "
+        "e.g. Policy: policies)",
+    )
     parser.add_argument(
         "--generate-playbook",
         action="store_true",
