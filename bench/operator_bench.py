@@ -167,10 +167,6 @@ class Successes:
             with self._changed:
                 self._changed.notify_all()
 
-    def count(self) -> int:
-        with self._changed:
-            return len(self._first)
-
     def wait(self, names: Sequence[str], timeout: float = WAIT) -> float:
         """The (monotonic) time the last of ``names`` turned Successful."""
         deadline = time.monotonic() + timeout

@@ -137,7 +137,7 @@ def test_the_listing_puts_settled_objects_behind_new_and_unobserved_ones():
         c.handle_event(None, obj("changed", generation=2, status=SETTLED))
         c.handle_event(None, obj("never-run"))
         c.handle_event("ADDED", obj("created-now"))
-        assert c.queue.resyncs_waiting == 1 and len(c.queue) == 4
+        assert len(c.queue) == 4
         order = []
         for _ in range(4):
             order.append((await c.queue.get())[1])
@@ -152,11 +152,17 @@ def test_a_settled_object_that_changes_while_it_waits_goes_first():
         return Result()
 
     async def scenario():
-        c = Controller(WATCH, reconcile, workers=1, resync_rate=1000.0)
+        # One resync per 1000 s: the first goes at once, a second would wait.
+        c = Controller(WATCH, reconcile, workers=1, resync_rate=0.001)
         c.handle_event(None, obj("a", status=SETTLED))
+        c.handle_event(None, obj("c", status=SETTLED))
         c.handle_event(None, obj("b"))
         c.handle_event("MODIFIED", obj("a", generation=2, status=SETTLED))
-        assert c.queue.resyncs_waiting == 0 and len(c.queue) == 2
+        order = []
+        while (key := c.queue.try_get()) is not None:
+            order.append(key[1])
+            c.queue.done(key)
+        assert order == ["b", "a", "c"], "a left the resync lane, so c is the first resync"
 
     asyncio.run(scenario())
 

@@ -140,11 +140,6 @@ class WorkQueue(Generic[K]):
     def __len__(self) -> int:
         return len(self._queued)
 
-    @property
-    def resyncs_waiting(self) -> int:
-        """Keys waiting in the resync lane."""
-        return len(self._resync)
-
     def shutdown(self) -> None:
         """Stop queueing, drop every timer and wake the workers blocked in ``get`` (they get
         ``ShutDown``)."""
