@@ -153,8 +153,14 @@ def test_the_molecule_scenario_applies_the_sample_and_has_a_failing_placeholder(
     assert config["ansible"]["playbooks"]["create"] == "../common/create.yml"
     converge = (scenario / "converge.yml").read_text()
     assert '"{{ samples_dir }}/cache_v1alpha1_memcached.yaml"' in converge
-    assert 'wait_condition: {type: Successful, status: "True"}' in converge
-    assert "wait_timeout: 300" in converge
+    [play] = load(scenario / "converge.yml")
+    [wait] = [t for t in play["tasks"][0]["block"] if t["name"].startswith("Wait until")]
+    assert "selectattr('type', '==', 'Successful') | selectattr('status', '==', 'True')" in (
+        wait["ansible.builtin.assert"]["that"]
+    )
+    assert "api_version='cache.example.com/v1alpha1', kind='Memcached'" in wait["vars"]["cr"]
+    assert "resource_name='memcached-sample'" in wait["vars"]["cr"]
+    assert wait["until"] == "reconciled is success" and wait["retries"] == 600
     [test_assert] = [
         t
         for t in load(scenario / "tasks/memcached_test.yml")
