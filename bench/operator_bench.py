@@ -22,7 +22,6 @@ import os
 import platform
 import queue
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -234,7 +233,6 @@ class Bench:
         self.creator = Creator(kubeconfig)
         self.namespaces: list[str] = []
         self.logs = args.results / "logs" / stamp
-        self.runner_flag = runner_flag_supported()
 
     def namespace(self, what: str) -> str:
         name = f"bench-{self.stamp.lower()}-{what}"
@@ -243,9 +241,11 @@ class Bench:
         return name
 
     def launch(self, mode: str, namespace: str, *, ready: bool) -> launcher.OperatorProcess:
-        args = [f"--max-concurrent-reconciles={self.args.workers}", "--zap-encoder=json"]
-        if self.runner_flag:
-            args.append(f"--runner={mode}")
+        args = [
+            f"--max-concurrent-reconciles={self.args.workers}",
+            "--zap-encoder=json",
+            f"--runner={mode}",
+        ]
         launch = launcher.LaunchConfig(
             workdir=BENCH,  # bench/watches.yaml
             project=REPO,
@@ -335,18 +335,6 @@ class Bench:
         self.api.close()
 
 
-def runner_flag_supported() -> bool:
-    """Whether this operator has `--runner` (the warm runner); without it, the cold runner is
-    the only one, and it is what runs."""
-    out = subprocess.run(
-        [sys.executable, "-m", "ansible_operator.cli", "run", "--help"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    return "--runner" in out
-
-
 def machine() -> dict[str, Any]:
     import ansible
     import ansible_runner  # type: ignore[import-untyped]
@@ -389,11 +377,6 @@ def run(args: argparse.Namespace) -> Path:
     settings = {k: v for k, v in vars(args).items() if k != "results"}
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp, cluster(Path(tmp)) as kubeconfig:
         bench = Bench(args, kubeconfig, Path(tmp), stamp)
-        if not bench.runner_flag and args.modes != ["cold"]:
-            raise BenchError(
-                "this operator has no --runner flag, so the cold runner is its only mode: "
-                "run with --modes=cold"
-            )
         raw: dict[str, dict[str, Any]] = {
             mode: {
                 "one_trivial_s": [],
