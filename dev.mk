@@ -40,16 +40,18 @@ cluster-status: $(STAMP)  ## is the local cluster up
 ANSIBLE_LINT_EXTRA := --exclude tests/ --exclude operator/ --exclude bench/ \
 	--exclude .venv-ansible-core-2.19/ -x 'galaxy[no-repository],galaxy[no-changelog]'
 lint: $(STAMP)  ## ruff, mypy, layers, CRDs, Dockerfile, yamllint, ansible-lint
-	$(BIN)/ruff check operator tests
-	$(BIN)/ruff format --check operator tests
+	$(BIN)/ruff check operator tests bench
+	$(BIN)/ruff format --check operator tests bench
 	$(BIN)/mypy
+	$(BIN)/mypy bench/operator_bench.py bench/figures.py bench/plot.py bench/processes.py  # make bench
 	cd operator && ../$(BIN)/lint-imports --config ../pyproject.toml  # layers import only downward
 	MYPYPATH=operator $(BIN)/mypy --explicit-package-bases --namespace-packages \
 		-p ansible_collections.operator_sdk.util
 	$(ANSIBLE_OPERATOR) generate crds --check  # the CRDs in config/crd/bases match the roles
 	$(BIN)/pytest -q tests/unit/test_dockerfile.py  # the Dockerfile's essentials, before a build
 	$(BIN)/yamllint --strict roles playbooks operator/ansible_collections molecule config tests/e2e/roles \
-		watches.yaml requirements.yml .yamllint .ansible-lint
+		watches.yaml requirements.yml .yamllint .ansible-lint \
+		bench/roles bench/watches.yaml bench/trivial-crd.yaml
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/ansible-lint $(ANSIBLE_LINT_EXTRA) \
 		roles playbooks operator/ansible_collections molecule  # .ansible-lint: what, why
 
@@ -86,8 +88,18 @@ e2e: $(STAMP)  ## the end-to-end tests on the local cluster
 	$(ANSIBLE_OPERATOR) dev-cluster build
 	$(BIN)/pytest tests/e2e $(PYTEST_ARGS)
 
-bench: $(STAMP)  ## the runner's cost over plain ansible-playbook (bench/runner_cold_overhead.md)
-	$(BIN)/python bench/runner_cold_overhead.py --rounds 9
+# `make bench`: bench/operator_bench.py (run from the repository root), the operator as a real
+# process with each runner mode, rounds interleaved, on the cluster ANSIBLE_OPERATOR_TEST_KUBECONFIG
+# names, else a private one. About 15 min on 2 CPUs; writes bench/results/<stamp>.json and .png,
+# and latest.md/latest.png.
+BENCH_STAMP := $(VENV)/.bench-installed
+BENCH_ARGS ?=
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,bench]'
+	touch $@
+
+bench: $(BENCH_STAMP)  ## warm and cold runners side by side (bench/results/latest.md)
+	$(BIN)/python -m bench.operator_bench $(BENCH_ARGS)
 
 # `make soak`: the fault suite of issue 13 (tests/soak/suite.py), outside `make test`: SOAK_N CRs
 # on a private cluster of its own, SOAK_DURATION seconds of seeded random faults (SIGKILL and

@@ -19,6 +19,7 @@ from ansible_operator.core.conditions import (
     mark_running,
     mark_success,
     parse_runner_time,
+    settled,
     timeout_message,
 )
 
@@ -605,3 +606,38 @@ def test_duplicate_condition_types_collapse() -> None:
 )
 def test_get_condition(status: Any, ctype: str, found: dict[str, Any] | None) -> None:
     assert get_condition(status, ctype) == found
+
+
+def _cr(generation: Any, *conditions: dict[str, Any]) -> dict[str, Any]:
+    meta = {} if generation is None else {"generation": generation}
+    return {"metadata": meta, "status": {"conditions": list(conditions)}}
+
+
+_OK = {"type": "Successful", "status": "True"}
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        (_cr(3, {**_OK, "observedGeneration": 3}), True),
+        (_cr(3, {"type": "Running", "status": "True"}, {**_OK, "observedGeneration": 3}), True),
+        (_cr(4, {**_OK, "observedGeneration": 3}), False),  # changed since
+        (_cr(3, {**_OK}), False),  # no generation recorded (upstream's status)
+        (_cr(3, {**_OK, "status": "False", "observedGeneration": 3}), False),
+        (_cr(3, {"type": "Failure", "status": "True", "observedGeneration": 3}), False),
+        (_cr(None, {**_OK, "observedGeneration": 3}), False),
+        ({"metadata": {"generation": 1}}, False),  # never reconciled
+        ({"metadata": {"generation": 1}, "status": {"conditions": "x"}}, False),
+        ({"metadata": {"generation": 1}, "status": "x"}, False),
+    ],
+)
+def test_settled_means_successful_at_the_current_generation(
+    obj: dict[str, Any], expected: bool
+) -> None:
+    assert settled(obj) is expected
+
+
+def test_a_success_written_here_is_settled_until_the_generation_moves() -> None:
+    status = mark_success(None, ansible_result=None, now=T0, generation=2)
+    assert settled({"metadata": {"generation": 2}, "status": status})
+    assert not settled({"metadata": {"generation": 3}, "status": status})

@@ -124,6 +124,49 @@ def test_events_enqueue_on_create_and_spec_change_only():
     asyncio.run(scenario())
 
 
+SETTLED = {"conditions": [{"type": "Successful", "status": "True", "observedGeneration": 1}]}
+
+
+def test_the_listing_puts_settled_objects_behind_new_and_unobserved_ones():
+    async def reconcile(key):
+        return Result()
+
+    async def scenario():
+        c = Controller(WATCH, reconcile, workers=1, resync_rate=1000.0)
+        c.handle_event(None, obj("done", status=SETTLED))
+        c.handle_event(None, obj("changed", generation=2, status=SETTLED))
+        c.handle_event(None, obj("never-run"))
+        c.handle_event("ADDED", obj("created-now"))
+        assert len(c.queue) == 4
+        order = []
+        for _ in range(4):
+            order.append((await c.queue.get())[1])
+            c.queue.done(("ns", order[-1]))
+        assert order == ["changed", "never-run", "created-now", "done"]
+
+    asyncio.run(scenario())
+
+
+def test_a_settled_object_that_changes_while_it_waits_goes_first():
+    async def reconcile(key):
+        return Result()
+
+    async def scenario():
+        # One resync per 1000 s: the first goes at once, a second would wait.
+        c = Controller(WATCH, reconcile, workers=1, resync_rate=0.001)
+        c.handle_event(None, obj("a", status=SETTLED))
+        c.handle_event(None, obj("c", status=SETTLED))
+        c.handle_event(None, obj("b"))
+        c.handle_event("MODIFIED", obj("a", generation=2, status=SETTLED))
+        order = []
+        while (key := c.queue.try_get()) is not None:
+            order.append(key[1])
+            c.queue.done(key)
+        assert order == ["b", "a", "c"], "a left the resync lane, so c is the first resync"
+
+    asyncio.run(scenario())
+
+
 def test_a_delete_event_drops_the_timer_and_reconciles_once_more():
     async def reconcile(key):
         return Result()

@@ -111,6 +111,8 @@ def test_default_workers_is_positive() -> None:
         (["--metrics-secure", "--metrics-require-rbac"], "metrics_require_rbac", True),
         (["--metrics-secure", "--metrics-cert-dir=/certs"], "metrics_cert_dir", "/certs"),
         (["--ansible-run-timeout=10m"], "ansible_run_timeout", 600.0),
+        (["--resync-rate=0.5"], "resync_rate", 0.5),
+        (["--resync-rate=20"], "resync_rate", 20.0),
         (["--ansible-run-timeout=0s"], "ansible_run_timeout", None),
         (["--zap-devel"], "zap_devel", True),
         (["--zap-encoder=console"], "zap_encoder", "console"),
@@ -186,6 +188,20 @@ def test_flag_values(argv: list[str], attribute: str, value: Any) -> None:
         (
             ["--ansible-run-timeout=-1s"],
             'invalid argument "-1s" for "--ansible-run-timeout" flag: must not be negative',
+        ),
+        (
+            ["--resync-rate=0"],
+            'invalid argument "0" for "--resync-rate" flag: '
+            "must be a positive number of runs per second",
+        ),
+        (
+            ["--resync-rate=-1"],
+            'invalid argument "-1" for "--resync-rate" flag: '
+            "must be a positive number of runs per second",
+        ),
+        (
+            ["--resync-rate=fast"],
+            'invalid argument "fast" for "--resync-rate" flag: not a number',
         ),
         (
             ["--zap-encoder=text"],

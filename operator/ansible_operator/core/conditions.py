@@ -303,3 +303,22 @@ def get_condition(status: Mapping[str, Any] | None, ctype: str) -> Condition | N
         if isinstance(condition, Mapping) and condition.get("type") == ctype:
             return dict(condition)
     return None
+
+
+def settled(obj: Mapping[str, Any]) -> bool:
+    """Whether ``obj`` is `Successful=True` for its current generation, as our own status
+    writes record it (`observedGeneration`). An object without that record (never reconciled,
+    failed, changed since, or written by a runtime that records no generation) is not settled."""
+    metadata = obj.get("metadata")
+    generation = metadata.get("generation") if isinstance(metadata, Mapping) else None
+    status = obj.get("status")
+    raw = status.get("conditions") if isinstance(status, Mapping) else None
+    if generation is None or not isinstance(raw, list):
+        return False
+    return any(
+        isinstance(c, Mapping)
+        and c.get("type") == SUCCESSFUL
+        and c.get("status") == TRUE
+        and c.get("observedGeneration") == generation
+        for c in raw
+    )

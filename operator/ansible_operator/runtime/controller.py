@@ -11,6 +11,10 @@ terminal error until the object's spec or annotations change.
 With sharding (``owns``), the controller acts only on objects whose uid is in a shard this
 replica holds: other objects' events are dropped, their keys are not run, and a dependent's
 event counts through its owner's uid. The uid of every key seen is kept for that.
+
+An object first seen already Successful at its generation (the initial listing after a
+restart) goes in the queue's resync lane: re-run to repair drift, but after every new or changed
+object and at a bounded rate (``resync_rate``), so a restart does not stampede.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ansible_operator.core import objects, predicates
+from ansible_operator.core import conditions, objects, predicates
 from ansible_operator.core.backoff import ItemBackoff
 from ansible_operator.core.watches import Watch
 from ansible_operator.runtime import logs
@@ -55,10 +59,11 @@ class Controller:
         workers: int,
         backoff: ItemBackoff | None = None,
         owns: Callable[[str], bool] | None = None,  # by uid; None: every object (no sharding)
+        resync_rate: float | None = None,  # None: resyncs wait only for asked-for work
     ) -> None:
         self.watch = watch
         self.name = f"{watch.gvk.kind.lower()}.{watch.gvk.group or 'core'}-{watch.gvk.version}"
-        self.queue: WorkQueue[Key] = WorkQueue()
+        self.queue: WorkQueue[Key] = WorkQueue(resync_rate=resync_rate)
         self.workers = max(1, workers)
         self._reconcile = reconcile
         self._backoff = backoff or ItemBackoff()
@@ -144,8 +149,15 @@ class Controller:
             self.queue.cancel(key)
         watch = self._after_terminal if key in self._terminal else self.watch
         if predicates.primary_event_passes(event, old, new, watch):
-            log.debug("event passes", extra={"event": event, "key": "/".join(key)})
-            self.queue.add(key)
+            resync = old is None and conditions.settled(obj)
+            log.debug(
+                "event passes",
+                extra={"event": event, "key": "/".join(key), "lane": "resync" if resync else "now"},
+            )
+            if resync:
+                self.queue.add_resync(key)
+            else:
+                self.queue.add(key)
         else:  # said, so that a test can tell an event was seen and ignored
             log.debug(
                 "event filtered",

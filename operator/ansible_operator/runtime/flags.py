@@ -56,6 +56,16 @@ def _non_negative_duration(text: str) -> float:
 _DURATION_PARSERS = (_duration, _non_negative_duration)
 
 
+def _positive_rate(text: str) -> float:
+    try:
+        rate = float(text)
+    except ValueError:
+        raise ValueError("not a number") from None
+    if not rate > 0 or rate == float("inf"):
+        raise ValueError("must be a positive number of runs per second")
+    return rate
+
+
 def _port(text: str) -> int:
     port = parse_int(text)
     if not 0 <= port <= 65535:
@@ -161,6 +171,14 @@ def _flags() -> tuple[_Flag, ...]:
             "Maximum number of concurrent reconciles for controllers. Overridden by environment "
             "variable.",
             environment="MAX_CONCURRENT_RECONCILES_<KIND>_<GROUP>",
+        ),
+        _Flag(
+            "resync-rate",
+            _positive_rate,
+            2.0,
+            "Runs per second, per watched kind, at which objects already Successful at their "
+            "generation are re-run after a start (drift repair); new and changed objects go "
+            "first, unlimited.",
         ),
         _Flag(
             "metrics-addr",
@@ -355,6 +373,7 @@ class RunSettings:
     ansible_args: str = ""  # as given; the runner's input dir strips one pair of quotes
     reconcile_period: float = 10 * 3600.0  # seconds
     max_concurrent_reconciles: int = 1
+    resync_rate: float = 2.0  # runs/s per kind, for objects already Successful at a start
     metrics_bind_address: str = ":8443"
     health_probe_bind_address: str = ":6789"
     leader_elect: bool = False
@@ -644,6 +663,7 @@ def build_run_settings(
         ansible_args=parsed["ansible_args"],
         reconcile_period=parsed["reconcile_period"],
         max_concurrent_reconciles=parsed["max_concurrent_reconciles"],
+        resync_rate=parsed["resync_rate"],
         metrics_bind_address=metrics_address,
         health_probe_bind_address=parsed["health_probe_bind_address"],
         leader_elect=leader_elect,

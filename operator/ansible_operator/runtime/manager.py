@@ -239,6 +239,7 @@ class Operator:
             reconciler,
             workers=self.settings.max_concurrent_reconciles_for(gvk),
             owns=self.shards.owns if self.shards is not None else None,
+            resync_rate=self.settings.resync_rate,
         )
         if self.shards is not None:
             self.shard_metrics.owned.labels(GVK=str(gvk)).set_function(controller.owned_count)

@@ -8,12 +8,21 @@ runs twice at once, and an event that arrives mid-run is never lost.
 Each key also has at most one timer, the latest decision about its next run (periodic re-run,
 ``requeue_after`` or failure backoff): scheduling again replaces the timer rather than adding a
 second one, so a flood of retries cannot build up.
+
+Two lanes: ``add`` is for work that something asked for, ``add_resync`` for objects that were
+already reconciled at their generation and are re-run only to repair drift (the initial listing
+after a restart). Resync keys are handed out only when no asked-for key waits, and at most
+``resync_rate`` per second, so a restart with many objects does not stampede: a new object goes
+first, and the backlog still drains. An ``add`` of a key waiting as a resync promotes it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Hashable
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -24,8 +33,20 @@ class ShutDown(Exception):
 
 
 class WorkQueue(Generic[K]):
-    def __init__(self) -> None:
-        self._ready: asyncio.Queue[K] = asyncio.Queue()
+    def __init__(
+        self,
+        *,
+        resync_rate: float | None = None,
+        clock: Callable[[], float] = time.monotonic,  # the event loop's clock; fake in tests
+    ) -> None:
+        if resync_rate is not None and resync_rate <= 0:
+            raise ValueError("resync_rate must be positive")
+        self._ready: deque[K] = deque()
+        self._resync: dict[K, None] = {}  # an ordered set: the resync lane, oldest first
+        self._resync_interval = 0.0 if resync_rate is None else 1.0 / resync_rate
+        self._next_resync = float("-inf")  # clock time from which the next resync may go
+        self._clock = clock
+        self._wakeup = asyncio.Event()
         self._queued: set[K] = set()
         self._processing: set[K] = set()
         self._dirty: set[K] = set()
@@ -33,14 +54,27 @@ class WorkQueue(Generic[K]):
         self._shut_down = False
 
     def add(self, key: K) -> None:
-        """Queue ``key`` now (or again once its current run ends)."""
+        """Queue ``key`` now (or again once its current run ends), ahead of every resync."""
         if self._shut_down:
             return
         if key in self._processing:
             self._dirty.add(key)
+        elif key in self._resync:
+            del self._resync[key]
+            self._ready.append(key)
+            self._wakeup.set()
         elif key not in self._queued:
             self._queued.add(key)
-            self._ready.put_nowait(key)
+            self._ready.append(key)
+            self._wakeup.set()
+
+    def add_resync(self, key: K) -> None:
+        """Queue ``key`` in the resync lane, unless it is queued or running already."""
+        if self._shut_down or key in self._processing or key in self._queued:
+            return
+        self._queued.add(key)
+        self._resync[key] = None
+        self._wakeup.set()
 
     def schedule(self, key: K, delay: float) -> None:
         """Queue ``key`` after ``delay`` seconds, replacing any timer it had."""
@@ -68,16 +102,34 @@ class WorkQueue(Generic[K]):
         timer = self._timers.get(key)
         return timer.when() if timer is not None else None
 
-    async def get(self) -> K:
-        """The next key to process; the caller must call ``done(key)`` afterwards."""
-        if self._shut_down:
-            raise ShutDown
-        key = await self._ready.get()
-        if self._shut_down:
-            raise ShutDown
+    def try_get(self) -> K | None:
+        """The next key that may be processed now, or None; as ``get``, the caller must call
+        ``done(key)`` afterwards."""
+        if self._ready:
+            key = self._ready.popleft()
+        elif self._resync and self._clock() >= self._next_resync:
+            key = next(iter(self._resync))
+            del self._resync[key]
+            self._next_resync = max(self._next_resync, self._clock()) + self._resync_interval
+        else:
+            return None
         self._queued.discard(key)
         self._processing.add(key)
         return key
+
+    async def get(self) -> K:
+        """The next key to process; the caller must call ``done(key)`` afterwards."""
+        while True:
+            if self._shut_down:
+                raise ShutDown
+            key = self.try_get()
+            if key is not None:
+                return key
+            # No await between try_get and clear: an add cannot slip in unseen.
+            self._wakeup.clear()
+            wait = None if not self._resync else max(0.0, self._next_resync - self._clock())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), wait)
 
     def done(self, key: K) -> None:
         self._processing.discard(key)
@@ -89,9 +141,10 @@ class WorkQueue(Generic[K]):
         return len(self._queued)
 
     def shutdown(self) -> None:
-        """Stop queueing and drop every timer; workers blocked in ``get`` are cancelled by
-        their owner."""
+        """Stop queueing, drop every timer and wake the workers blocked in ``get`` (they get
+        ``ShutDown``)."""
         self._shut_down = True
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
+        self._wakeup.set()

@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`: operator_bench) and their recorded results."""

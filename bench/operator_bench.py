@@ -1,0 +1,431 @@
+"""`make bench`: the operator as a real process, each runner mode side by side on one cluster.
+
+Modes run interleaved round by round (cold, warm, cold, warm, ...) so machine noise hits them
+alike. Per round and mode, a fresh namespace and operator: single trivial CRs one after another
+(create → Successful), a burst of trivial CRs at once and a burst of memcached CRs at once (time
+until all are Successful). Once per mode, with ``--at-rest-crs`` trivial CRs all Successful: the
+memory (RSS and PSS of the operator and every descendant) and the CPU it uses at rest, then a
+restart, timed from the new process to a new CR's Successful. Successful is seen through a watch
+(the condition True at the CR's generation), never by polling.
+
+It writes `bench/results/<stamp>.json` (raw samples and figures), `<stamp>.png`, and `latest.md`
+and `latest.png`, which the README shows.
+
+    .venv/bin/python -m bench.operator_bench [--modes cold,warm] [--rounds 3] ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import queue
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client, config, watch
+from kubernetes.client.rest import ApiException
+
+from ansible_operator.dev import launcher
+from bench import figures, plot, processes
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+EXISTING_CLUSTER_ENV = "ANSIBLE_OPERATOR_TEST_KUBECONFIG"
+TRIVIAL = ("bench.example.com", "v1", "trivials", "Trivial")
+MEMCACHED = ("cache.example.com", "v1alpha1", "memcacheds", "Memcached")
+CRDS = (BENCH / "trivial-crd.yaml", REPO / "config/crd/bases/cache.example.com_memcacheds.yaml")
+WAIT = 1800.0  # generous: a stuck run shows as a timeout, not as a hang
+CREATORS = 8  # parallel API clients that create CRs
+
+
+class BenchError(Exception):
+    """The bench could not run; one line."""
+
+
+def say(message: str) -> None:
+    print(f"[bench {datetime.now(UTC):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
+
+
+# --- the cluster -----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def cluster(work: Path) -> Iterator[Path]:
+    """The running cluster named by ANSIBLE_OPERATOR_TEST_KUBECONFIG, else a private one."""
+    given = os.environ.get(EXISTING_CLUSTER_ENV)
+    if given:
+        yield Path(given)
+        return
+    from ansible_operator.devcluster import binaries
+    from ansible_operator.devcluster.cluster import DevCluster
+
+    dev = DevCluster(work / "cluster", progress=say)
+    kubeconfig = dev.up(binaries.ensure(progress=say))
+    try:
+        yield kubeconfig
+    finally:
+        dev.down()
+
+
+def install_crds(api: client.ApiClient) -> None:
+    ext = client.ApiextensionsV1Api(api)
+    for path in CRDS:
+        crd = yaml.safe_load(path.read_text())
+        try:
+            ext.create_custom_resource_definition(crd)
+        except ApiException as err:
+            if err.status != 409:
+                raise
+    for path in CRDS:
+        name = yaml.safe_load(path.read_text())["metadata"]["name"]
+        deadline = time.monotonic() + 120
+        while True:
+            status = ext.read_custom_resource_definition(name).status
+            conds = (status.conditions if status is not None else None) or []
+            if any(c.type == "Established" and c.status == "True" for c in conds):
+                break
+            if time.monotonic() > deadline:
+                raise BenchError(f"CRD {name} not Established within 120 s")
+            time.sleep(0.2)
+
+
+# --- custom resources and their Successful condition ------------------------------------------
+
+
+def successful(obj: dict[str, Any]) -> bool:
+    generation = obj.get("metadata", {}).get("generation")
+    return any(
+        c.get("type") == "Successful"
+        and c.get("status") == "True"
+        and c.get("observedGeneration", generation) == generation
+        for c in (obj.get("status") or {}).get("conditions") or []
+    )
+
+
+class Successes:
+    """A watch on one kind in one namespace: when each CR was first seen Successful."""
+
+    def __init__(self, kubeconfig: Path, namespace: str, kind: tuple[str, str, str, str]) -> None:
+        self._api = config.new_client_from_config(config_file=str(kubeconfig))
+        self._crs = client.CustomObjectsApi(self._api)
+        self._namespace, self._kind = namespace, kind
+        self._first: dict[str, float] = {}
+        self._changed = threading.Condition()
+        self._stop = threading.Event()
+        self._errors: queue.Queue[BaseException] = queue.Queue()
+        group, version, plural, _ = kind
+        listing: dict[str, Any] = self._crs.list_namespaced_custom_object(  # type: ignore[assignment]
+            group, version, namespace, plural
+        )
+        self._seen(listing["items"])
+        self._version = listing["metadata"]["resourceVersion"]
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _seen(self, objs: list[dict[str, Any]]) -> None:
+        now = time.monotonic()
+        with self._changed:
+            for obj in objs:
+                name = obj["metadata"]["name"]
+                if name not in self._first and successful(obj):
+                    self._first[name] = now
+            self._changed.notify_all()
+
+    def _run(self) -> None:
+        group, version, plural, _ = self._kind
+        try:
+            while not self._stop.is_set():
+                stream = watch.Watch().stream(
+                    self._crs.list_namespaced_custom_object,
+                    group,
+                    version,
+                    self._namespace,
+                    plural,
+                    resource_version=self._version,
+                    timeout_seconds=60,
+                    allow_watch_bookmarks=True,
+                )
+                for event in stream:
+                    obj = event["object"]
+                    self._version = obj["metadata"]["resourceVersion"]
+                    if event["type"] in ("ADDED", "MODIFIED"):
+                        self._seen([obj])
+        except BaseException as err:  # handed to the waiting thread
+            self._errors.put(err)
+            with self._changed:
+                self._changed.notify_all()
+
+    def wait(self, names: Sequence[str], timeout: float = WAIT) -> float:
+        """The (monotonic) time the last of ``names`` turned Successful."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not all(n in self._first for n in names):
+                if not self._errors.empty():
+                    raise BenchError(f"watching {self._kind[3]}: {self._errors.get()}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    missing = len([n for n in names if n not in self._first])
+                    raise BenchError(
+                        f"{missing} of {len(names)} {self._kind[3]} CRs not Successful "
+                        f"within {timeout:.0f} s in {self._namespace}"
+                    )
+                self._changed.wait(min(left, 1.0))
+            return max(self._first[n] for n in names)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._api.close()
+
+
+class Creator:
+    """Creates CRs from a few parallel API clients."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self._local = threading.local()
+        self._kubeconfig = kubeconfig
+        self._pool = ThreadPoolExecutor(CREATORS)
+
+    def _crs(self) -> client.CustomObjectsApi:
+        if not hasattr(self._local, "crs"):
+            api = config.new_client_from_config(config_file=str(self._kubeconfig))
+            self._local.crs = client.CustomObjectsApi(api)
+        return self._local.crs
+
+    def one(self, namespace: str, kind: tuple[str, str, str, str], name: str) -> None:
+        group, version, plural, kind_name = kind
+        body = {
+            "apiVersion": f"{group}/{version}",
+            "kind": kind_name,
+            "metadata": {"name": name},
+            "spec": {"size": 1} if kind == MEMCACHED else {},
+        }
+        self._crs().create_namespaced_custom_object(group, version, namespace, plural, body)
+
+    def many(self, namespace: str, kind: tuple[str, str, str, str], names: Sequence[str]) -> None:
+        list(self._pool.map(lambda n: self.one(namespace, kind, n), names))
+
+    def close(self) -> None:
+        self._pool.shutdown()
+
+
+# --- the operator ------------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, kubeconfig: Path, work: Path, stamp: str):
+        self.args = args
+        self.kubeconfig = kubeconfig
+        self.work = work
+        self.stamp = stamp
+        self.api = config.new_client_from_config(config_file=str(kubeconfig))
+        self.core = client.CoreV1Api(self.api)
+        self.creator = Creator(kubeconfig)
+        self.namespaces: list[str] = []
+        self.logs = args.results / "logs" / stamp
+
+    def namespace(self, what: str) -> str:
+        name = f"bench-{self.stamp.lower()}-{what}"
+        self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+        self.namespaces.append(name)
+        return name
+
+    def launch(self, mode: str, namespace: str, *, ready: bool) -> launcher.OperatorProcess:
+        args = [
+            f"--max-concurrent-reconciles={self.args.workers}",
+            "--zap-encoder=json",
+            f"--runner={mode}",
+        ]
+        launch = launcher.LaunchConfig(
+            workdir=BENCH,  # bench/watches.yaml
+            project=REPO,
+            kubeconfig=self.kubeconfig,
+            namespaces=[namespace],
+            log=self.logs / f"{namespace}.log",
+            args=args,
+            env={"ANSIBLE_ROLES_PATH": f"{REPO / 'roles'}:{BENCH / 'roles'}"},
+            tmp_dir=self.work / "tmp" / namespace,
+        )
+        return launcher.start(launch, ready=ready, ready_timeout=600)
+
+    def round(self, mode: str, number: int, raw: dict[str, Any]) -> None:
+        ns = self.namespace(f"{mode}-{number}")
+        op = self.launch(mode, ns, ready=True)
+        trivial = Successes(self.kubeconfig, ns, TRIVIAL)
+        memcached = Successes(self.kubeconfig, ns, MEMCACHED)
+        try:
+            for i in range(self.args.singles):
+                start = time.monotonic()
+                self.creator.one(ns, TRIVIAL, f"one-{i}")
+                raw["one_trivial_s"].append(trivial.wait([f"one-{i}"]) - start)
+            for key, kind, size in (
+                ("trivial_burst_s", TRIVIAL, self.args.trivial_burst),
+                ("memcached_burst_s", MEMCACHED, self.args.memcached_burst),
+            ):
+                names = [f"burst-{i}" for i in range(size)]
+                watcher = trivial if kind == TRIVIAL else memcached
+                start = time.monotonic()
+                self.creator.many(ns, kind, names)
+                raw[key].append(watcher.wait(names) - start)
+        finally:
+            trivial.close()
+            memcached.close()
+            op.stop()
+        say(
+            f"{mode} round {number}: one trivial {raw['one_trivial_s'][-1]:.2f} s, "
+            f"{self.args.trivial_burst} trivial {raw['trivial_burst_s'][-1]:.1f} s, "
+            f"{self.args.memcached_burst} memcached {raw['memcached_burst_s'][-1]:.1f} s"
+        )
+
+    def at_rest(self, mode: str, raw: dict[str, Any]) -> None:
+        ns = self.namespace(f"{mode}-rest")
+        names = [f"cr-{i}" for i in range(self.args.at_rest_crs)]
+        self.creator.many(ns, TRIVIAL, names)
+        trivial = Successes(self.kubeconfig, ns, TRIVIAL)
+        op = self.launch(mode, ns, ready=True)
+        try:
+            trivial.wait(names)
+            say(f"{mode}: {len(names)} CRs Successful; at rest for {self.args.idle_seconds} s")
+            time.sleep(self.args.settle_seconds)
+            pids = processes.tree(op.proc.pid)
+            before = processes.cpu_ticks(pids)
+            started = time.monotonic()
+            time.sleep(self.args.idle_seconds)
+            pids = processes.tree(op.proc.pid)
+            after = processes.cpu_ticks(pids)
+            raw["rest_idle_cpu_percent"] = processes.cpu_percent(
+                before, after, time.monotonic() - started
+            )
+            raw["rest_rss_mib"], raw["rest_pss_mib"] = processes.memory_mib(pids)
+            raw["rest_processes"] = len(pids)
+        finally:
+            op.stop()
+        # The restart: from the new process to a CR created at once Successful, with every
+        # other CR already Successful at its generation (so re-run at the resync rate).
+        start = time.monotonic()
+        op = self.launch(mode, ns, ready=False)
+        try:
+            self.creator.one(ns, TRIVIAL, "after-restart")
+            raw["restart_first_successful_s"].append(trivial.wait(["after-restart"]) - start)
+        finally:
+            trivial.close()
+            op.stop()
+        say(
+            f"{mode} at rest: RSS {raw['rest_rss_mib']:.0f} MiB, PSS {raw['rest_pss_mib']:.0f} "
+            f"MiB in {raw['rest_processes']} processes, idle CPU "
+            f"{raw['rest_idle_cpu_percent']:.2f}%; after a restart, a new CR Successful in "
+            f"{raw['restart_first_successful_s'][-1]:.1f} s"
+        )
+
+    def cleanup(self) -> None:
+        for ns in self.namespaces:
+            with contextlib.suppress(ApiException):
+                self.core.delete_namespace(ns)
+        self.creator.close()
+        self.api.close()
+
+
+def machine() -> dict[str, Any]:
+    import ansible
+    import ansible_runner  # type: ignore[import-untyped]
+
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "ansible_core": ansible.__version__ if hasattr(ansible, "__version__") else "",
+        "ansible_runner": getattr(ansible_runner, "__version__", ""),
+        "load_average_at_start": os.getloadavg(),
+    }
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    doc = __doc__ or ""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--modes", default="cold,warm", help="runner modes, interleaved")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--singles", type=int, default=3, help="single trivial CRs per round")
+    parser.add_argument("--trivial-burst", type=int, default=30)
+    parser.add_argument("--memcached-burst", type=int, default=20)
+    parser.add_argument("--at-rest-crs", type=int, default=1000)
+    parser.add_argument("--idle-seconds", type=float, default=20.0)
+    parser.add_argument("--settle-seconds", type=float, default=5.0)
+    parser.add_argument("--workers", type=int, default=2, help="--max-concurrent-reconciles")
+    parser.add_argument("--results", type=Path, default=BENCH / "results")
+    args = parser.parse_args(argv)
+    args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    for name in ("rounds", "singles", "trivial_burst", "memcached_burst", "at_rest_crs", "workers"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if not args.modes:
+        parser.error("--modes names no mode")
+    return args
+
+
+def run(args: argparse.Namespace) -> Path:
+    started = datetime.now(UTC)
+    stamp = started.strftime("%Y%m%dT%H%M%SZ")
+    settings = {k: v for k, v in vars(args).items() if k != "results"}
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp, cluster(Path(tmp)) as kubeconfig:
+        bench = Bench(args, kubeconfig, Path(tmp), stamp)
+        raw: dict[str, dict[str, Any]] = {
+            mode: {
+                "one_trivial_s": [],
+                "trivial_burst_s": [],
+                "memcached_burst_s": [],
+                "restart_first_successful_s": [],
+            }
+            for mode in args.modes
+        }
+        try:
+            install_crds(bench.api)
+            for number in range(args.rounds):
+                for mode in args.modes:
+                    bench.round(mode, number, raw[mode])
+            for mode in args.modes:
+                bench.at_rest(mode, raw[mode])
+        finally:
+            bench.cleanup()
+    record = figures.build_record(
+        started=started.isoformat(), machine=machine(), settings=settings, raw=raw
+    )
+    path = figures.write_record(record, args.results, stamp)
+    table = figures.markdown_table(record)
+    png = args.results / f"{stamp}.png"
+    plot.plot(record, png)
+    shutil.copyfile(png, args.results / "latest.png")
+    (args.results / "latest.md").write_text(figures.latest_markdown(record, path.name))
+    print(table)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    from urllib3.exceptions import HTTPError
+
+    from ansible_operator.devcluster.binaries import BinariesError
+    from ansible_operator.devcluster.cluster import ClusterError
+
+    try:
+        path = run(args)
+    except (BenchError, launcher.LaunchError, BinariesError, ClusterError, HTTPError) as err:
+        print(f"bench: {err}", file=sys.stderr)
+        return 1
+    except ApiException as err:  # its str() carries every response header
+        print(f"bench: the API server answered {err.status} {err.reason}", file=sys.stderr)
+        return 1
+    say(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
