@@ -63,12 +63,12 @@ unit: $(STAMP)  ## the unit tests
 # ansible 11 that pyproject.toml pins. pip lets no extra loosen a pin of the base dependencies,
 # so this override is the one way to get 2.19 beside an unchanged default; pip reports the pin it
 # overrides, once, and nothing else differs. The Dockerfile does the same with its ANSIBLE
-# build argument. `make e2e-ansible-core-2.19` runs the runtime's e2e tests that cover
-# variables, status, requeue, finalizers, dependents, the example roles, the util collection,
-# the scaffold and the 2.19 failure messages on it.
+# build argument. `make e2e-ansible-core-2.19` runs the warm runner's tests and the
+# runtime's e2e tests that cover variables, status, requeue, finalizers, dependents, the example
+# roles, the util collection, the scaffold and the 2.19 failure messages on it.
 VENV_2_19 := .venv-ansible-core-2.19
 ANSIBLE_2_19 := ansible>=12,<13
-E2E_2_19 ?= tests/e2e/test_reconcile.py tests/e2e/test_dependents.py \
+E2E_2_19 ?= tests/runner/test_warm_runner.py tests/e2e/test_reconcile.py tests/e2e/test_dependents.py \
 	tests/e2e/test_util_modules.py tests/e2e/test_samples.py tests/e2e/test_new_api.py \
 	tests/e2e/test_ansible_core_rules.py
 $(VENV_2_19)/.installed: pyproject.toml
