@@ -8,7 +8,7 @@ role's own start to end), each replica's CRs, and the watch events each replica 
 (`ansible_operator_watch_events_total`). Point it at a cluster with the ShardedListAndWatch gate
 on to see the server-side filter (`dev-cluster up --feature-gates=ShardedListAndWatch=true`).
 
-    .venv/bin/python bench/shards.py --kubeconfig /tmp/shared-cluster/kubeconfig [--crs 60]
+    .venv/bin/python -m bench.shards --kubeconfig /tmp/shared-cluster/kubeconfig [--crs 60]
 """
 
 from __future__ import annotations
@@ -24,53 +24,19 @@ from pathlib import Path
 
 import yaml
 from kubernetes import client, config
-from kubernetes.client.rest import ApiException
 from prometheus_client.parser import text_string_to_metric_families
+from tests.e2e import crds
 
 from ansible_operator.dev import launcher
 
 REPO = Path(__file__).resolve().parents[1]
 ROLE = REPO / "tests/e2e/roles/shard_journal"
-GROUP, VERSION, KIND, PLURAL = "test.example.com", "v1alpha1", "Sleeper", "sleepers"
+GROUP, VERSION, KIND, PLURAL = crds.GROUP, crds.VERSION, "Sleeper", "sleepers"
 GVK = f"{GROUP}/{VERSION}, Kind={KIND}"
 
 
 def ensure_crd(api: client.ApiClient) -> None:
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {"kind": KIND, "plural": PLURAL, "singular": KIND.lower()},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
-    ext = client.ApiextensionsV1Api(api)
-    try:
-        ext.create_custom_resource_definition(crd)
-    except ApiException as err:
-        if err.status != 409:
-            raise
-    while True:
-        conditions = ext.read_custom_resource_definition(crd["metadata"]["name"]).status.conditions
-        if any(c.type == "Established" and c.status == "True" for c in conditions or []):
-            return
-        time.sleep(0.5)
+    crds.install_crds(api, [crds.kind_crd(KIND)])
 
 
 def metric(url: str, name: str) -> float:

@@ -3,6 +3,8 @@ wait until the API server serves them (Established)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
@@ -41,7 +43,7 @@ def kind_crd(kind: str) -> dict:
     }
 
 
-def install_crds(api_client: client.ApiClient, crds: list[dict]) -> list[str]:
+def install_crds(api_client: client.ApiClient, crds: list[Any]) -> list[str]:
     """Create each CRD, or bring an existing one up to date, then wait until every one is
     Established; their names."""
     ext = client.ApiextensionsV1Api(api_client)
@@ -59,21 +61,21 @@ def install_crds(api_client: client.ApiClient, crds: list[dict]) -> list[str]:
             obj = ext.read_custom_resource_definition(name)
             return any(
                 c.type == "Established" and c.status == "True"
-                for c in (obj.status.conditions or [])
+                for c in ((obj.status.conditions if obj.status else None) or [])
             )
 
         wait_until(established, what=f"CRD {name} Established")
     return names
 
 
-def _replace(ext: client.ApiextensionsV1Api, crd: dict) -> None:
+def _replace(ext: client.ApiextensionsV1Api, crd: Any) -> None:
     """The CRD as given (a session sharing the cluster may have installed an older one); a
     concurrent write in between is retried. An unchanged CRD is left as it is by the server."""
     name = crd["metadata"]["name"]
 
     def replaced() -> bool:
-        current = ext.read_custom_resource_definition(name)
-        body = {
+        current: Any = ext.read_custom_resource_definition(name)
+        body: Any = {
             **crd,
             "metadata": {**crd["metadata"], "resourceVersion": current.metadata.resource_version},
         }
