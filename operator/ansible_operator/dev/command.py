@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 from ansible_operator.dev import launcher, molecule
-from ansible_operator.dev import run as dev_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -67,6 +66,10 @@ def _run(args: argparse.Namespace) -> int:
     project = _project(args.project)
     if project is None:
         return _fail("run", f"no watches.yaml in {args.project.resolve()}")
+    # Imported here: its API client (aiohttp) would double the start-up of `dev operator`, which
+    # molecule's create.yml and destroy.yml call several times per scenario.
+    from ansible_operator.dev import run as dev_run
+
     return dev_run.run(project, args.namespace, args.kubeconfig)
 
 
