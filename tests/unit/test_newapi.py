@@ -155,9 +155,8 @@ def test_the_molecule_scenario_applies_the_sample_and_has_a_failing_placeholder(
     assert '"{{ samples_dir }}/cache_v1alpha1_memcached.yaml"' in converge
     [play] = load(scenario / "converge.yml")
     [wait] = [t for t in play["tasks"][0]["block"] if t["name"].startswith("Wait until")]
-    assert "selectattr('type', '==', 'Successful') | selectattr('status', '==', 'True')" in (
-        wait["ansible.builtin.assert"]["that"]
-    )
+    successful = "selectattr('type', '==', 'Successful') | selectattr('status', '==', 'True')"
+    assert successful in wait["ansible.builtin.assert"]["that"]
     assert "api_version='cache.example.com/v1alpha1', kind='Memcached'" in wait["vars"]["cr"]
     assert "resource_name='memcached-sample'" in wait["vars"]["cr"]
     assert wait["until"] == "reconciled is success" and wait["retries"] == 600
