@@ -15,6 +15,7 @@ from ansible_operator.devcluster import command as devcluster_command
 from ansible_operator.devcluster import image_command
 from ansible_operator.runner import RunnerError, find_ansible_runner, versions
 from ansible_operator.scaffold import generate
+from ansible_operator.scaffold import init as init_command
 from ansible_operator.scaffold import new_api as newapi
 
 _GOARCH = {"x86_64": "amd64", "aarch64": "arm64"}
@@ -42,6 +43,71 @@ def _version(_: argparse.Namespace) -> int:
     return 0
 
 
+# Each command's examples, shown at the end of its --help (init's are its own epilog).
+EXAMPLES: dict[tuple[str, ...], list[str]] = {
+    (): ["ansible-operator init --domain example.com", "ansible-operator run --help"],
+    ("version",): ["ansible-operator version"],
+    ("dev-cluster",): [
+        "ansible-operator dev-cluster up",
+        "KUBECONFIG=$(ansible-operator dev-cluster kubeconfig) kubectl get nodes",
+        "ansible-operator dev-cluster down",
+    ],
+    ("dev-image", "build"): [
+        "ansible-operator dev-image build --tag registry.example.com/op:0.1.0",
+        "ansible-operator dev-image build --build-arg ANSIBLE='ansible>=12,<13'",
+    ],
+    ("dev-image", "podman"): ["ansible-operator dev-image podman -- images"],
+    ("dev-image", "deploy"): ["ansible-operator dev-image deploy --tag controller:latest"],
+    ("dev-image", "undeploy"): ["ansible-operator dev-image undeploy --tag controller:latest"],
+    ("dev-image", "bundle"): [
+        "ansible-operator dev-image bundle --tag registry.example.com/op:0.1.0",
+        "kubectl apply -f dist/install.yaml",
+    ],
+    ("dev-image", "wheel"): ["ansible-operator dev-image wheel --output dist"],
+    ("dev", "run"): ["ansible-operator dev run", "ansible-operator dev run --namespace demo"],
+    ("dev", "molecule"): [
+        "ansible-operator dev molecule",
+        "ansible-operator dev molecule memcached",
+    ],
+    ("dev", "operator"): [
+        "ansible-operator dev operator start --dir /tmp/op --namespace demo",
+        "ansible-operator dev operator stop --dir /tmp/op",
+    ],
+    ("new-api",): [
+        "ansible-operator new-api --group cache --version v1alpha1 --kind Memcached",
+        "ansible-operator new-api --group cache.example.com --version v1 --kind Backup "
+        "--generate-playbook",
+        "ansible-operator new-api --group cache --version v1 --kind Restore --generate-role=false",
+    ],
+    ("generate", "crds"): [
+        "ansible-operator generate crds",
+        "ansible-operator generate crds --check",
+    ],
+}
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Each option's default at the end of its help, unless the help already names it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        quiet: tuple[object, ...] = (None, False, [], argparse.SUPPRESS)
+        if "default" in text or action.default in quiet or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def _with_examples(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> None:
+    """The help formatter and examples on `parser` and every sub-command under it."""
+    parser.formatter_class = _HelpFormatter
+    if parser.epilog is None and path in EXAMPLES:
+        parser.epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[path])
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                _with_examples(sub, (*path, name))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ansible-operator")
     subparsers = parser.add_subparsers(dest="command", required=True)
@@ -50,8 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     devcluster_command.add_parser(subparsers)
     image_command.add_parser(subparsers)
     dev_command.add_parser(subparsers)
-    generate.add_parser(subparsers)
+    init_command.add_parser(subparsers)
     newapi.add_parser(subparsers)
+    generate.add_parser(subparsers)
+    _with_examples(parser)
     return parser
 
 

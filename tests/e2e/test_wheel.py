@@ -9,10 +9,8 @@ and kubernetes.core from the `ansible` dependency, found in site-packages/ansibl
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,34 +18,16 @@ import yaml
 
 from .crds import GROUP, VERSION, install_crds, kind_crd
 from .resources import new_cr, wait_condition
+from .wheel import run, user_env, wheel_venv
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
 KIND = "Wheeled"
-
-
-def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(argv, capture_output=True, text=True, **kwargs)
-    assert proc.returncode == 0, f"{argv}: {proc.returncode}\n{proc.stdout[-5000:]}{proc.stderr}"
-    return proc
 
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtualenv with only the built wheel (and its dependencies) installed."""
-    work = tmp_path_factory.mktemp("wheel")
-    # The sources the build needs (as the Dockerfile copies them), without the egg-info an
-    # editable install leaves: its SOURCES.txt would add files the package data may lack.
-    shutil.copy(REPO / "pyproject.toml", work / "pyproject.toml")
-    leftovers = shutil.ignore_patterns("*.egg-info", "__pycache__")
-    shutil.copytree(REPO / "operator", work / "operator", ignore=leftovers)
-    # sdist, then the wheel from it: the wheel holds only what the sdist carries.
-    run([sys.executable, "-m", "build", "--outdir", str(work / "dist"), str(work)], timeout=900)
-    (wheel,) = (work / "dist").glob("*.whl")
-    run([sys.executable, "-m", "venv", str(work / "venv")], timeout=300)
-    run([str(work / "venv/bin/pip"), "install", "--quiet", str(wheel)], timeout=1800)
-    return work / "venv"
+    return wheel_venv(tmp_path_factory.mktemp("wheel"))
 
 
 @pytest.fixture
@@ -55,13 +35,7 @@ def user(venv: Path, tmp_path: Path) -> dict:
     """Where and how a user runs the tools: an empty directory and a clean environment."""
     (tmp_path / "home").mkdir()
     (tmp_path / "project").mkdir()
-    env = {
-        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
-        "HOME": str(tmp_path / "home"),
-        "LANG": "C.UTF-8",
-        "ANSIBLE_NOCOLOR": "1",
-    }
-    return {"cwd": tmp_path / "project", "env": env}
+    return {"cwd": tmp_path / "project", "env": user_env(venv, tmp_path / "home")}
 
 
 def test_ansible_galaxy_lists_both_collections_in_the_venv(venv, user):

@@ -8,19 +8,29 @@ can find the processes a run started by reading /proc, independently of the runn
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ansible_operator.runner import ColdRunner, RunRequest, new_ident
+from ansible_operator.runner.warm import WarmRunner
 
 from .runs import TAG_ENV, MakeRequest
 
 
-@pytest.fixture
-def runner() -> ColdRunner:
-    return ColdRunner(kill_grace=2.0)
+@pytest.fixture(params=["cold", "warm"])
+def runner(request: pytest.FixtureRequest) -> Iterator[ColdRunner]:
+    """Each runner test runs with both runners (the warm one is a ColdRunner with forks)."""
+    if request.param == "cold":
+        yield ColdRunner(kill_grace=2.0)
+        return
+    warm = WarmRunner(kill_grace=2.0)
+    try:
+        yield warm
+    finally:
+        warm.server.kill()
 
 
 @pytest.fixture

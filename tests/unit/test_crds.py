@@ -302,3 +302,222 @@ def test_first_difference_names_the_path():
     assert crds.first_difference(a, a) is None
     assert crds.first_difference({"a": [1]}, {"a": [1, 2]}) == "a[1]"
     assert crds.first_difference({"a": 1}, {"a": 1, "b": 2}) == "b"
+
+
+# --- keys: unknown, misplaced, not expressible ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ({"type": "int", "require": True}, "roles/x: o: unknown key 'require'"),
+        (
+            {"type": "str", "elements": "str"},
+            "key 'elements' is only for type: list, not type: str",
+        ),
+        ({"type": "dict", "elements": "str"}, "key 'elements' is only for type: list"),
+        (
+            {"type": "str", "options": {"a": {}}},
+            "key 'options' is only for type: dict or type: list with elements: dict, not type: str",
+        ),
+        (
+            {"type": "list", "elements": "str", "options": {"a": {}}},
+            "key 'options' is only for type: dict or type: list with elements: dict, not type: "
+            "list with elements: str",
+        ),
+        (
+            {"type": "list", "options": {"a": {}}},
+            "not type: list without elements",
+        ),
+        (
+            {"type": "int", "mutually_exclusive": [["a", "b"]]},
+            "key 'mutually_exclusive' is only for type: dict",
+        ),
+        ({"type": "dict", "required_one_of": [["a", "b"]]}, "key 'required_one_of' needs the sub"),
+        (
+            {"type": "list", "elements": "dict", "apply_defaults": True, "options": {}},
+            "key 'apply_defaults' is only for type: dict, not type: list",
+        ),
+        (
+            {"type": "dict", "apply_defaults": True, "options": {"a": {"required": True}}},
+            "apply_defaults with the required sub-option 'a' would refuse every CR",
+        ),
+        (
+            {"type": "dict", "options": {"inner": {"type": "int", "defualt": 1}}},
+            "roles/x: o.options.inner: unknown key 'defualt'",
+        ),
+        (
+            {"type": "dict", "options": {"a": {}}, "required_one_of": [["a", "b"]]},
+            "roles/x: o: required_one_of names 'b', which is not an option here",
+        ),
+    ],
+)
+def test_unknown_and_misplaced_keys_are_refused_naming_option_and_key(option, message):
+    with pytest.raises(CrdError) as caught:
+        schema(option)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_what_a_crd_cannot_express_is_noted_with_where_and_otherwise_left_out():
+    notes: crds.Unexpressed = []
+    result = option_schema(
+        {
+            "type": "dict",
+            "no_log": True,
+            "version_added": "1.0",
+            "options": {"host_name": {"type": "str", "aliases": ["host"], "fallback": ["x"]}},
+        },
+        camel=True,
+        where="roles/x: o",
+        unexpressed=notes,
+    )
+    assert result == {"type": "object", "properties": {"hostName": {"type": "string"}}}
+    assert notes == [
+        ("no_log", "roles/x: o"),
+        ("aliases", "roles/x: o.options.host_name"),
+        ("fallback", "roles/x: o.options.host_name"),
+    ]
+
+
+def test_an_unknown_entry_point_key_is_refused():
+    with pytest.raises(CrdError, match="roles/x: main: unknown key 'mutualy_exclusive'"):
+        crds.spec_schema(
+            {"options": {}, "mutualy_exclusive": []}, camel=True, where="roles/x: main"
+        )
+
+
+# --- constraints: where the rules go -------------------------------------------------------------
+
+
+def test_constraints_become_rules_on_spec_on_dicts_and_on_list_elements():
+    entry = {
+        "author": "me",
+        "options": {
+            "size": {"type": "int"},
+            "replica_count": {"type": "int"},
+            "backend": {
+                "type": "dict",
+                "options": {"host": {}, "socket": {}},
+                "required_one_of": [["host", "socket"]],
+            },
+            "ports": {
+                "type": "list",
+                "elements": "dict",
+                "options": {"port": {"type": "int"}, "target_port": {"type": "int"}},
+                "required_by": {"target_port": "port"},
+            },
+        },
+        "mutually_exclusive": [["size", "replica_count"]],
+    }
+    spec = crds.spec_schema(entry, camel=True, where="w")
+    assert spec["x-kubernetes-validations"] == [
+        {
+            "rule": "!(has(self.size) && has(self.replicaCount))",
+            "message": "size and replicaCount are mutually exclusive",
+        }
+    ]
+    assert spec["properties"]["backend"]["x-kubernetes-validations"] == [
+        {
+            "rule": "has(self.host) || has(self.socket)",
+            "message": "one of host or socket is required",
+        }
+    ]
+    ports = spec["properties"]["ports"]
+    assert "x-kubernetes-validations" not in ports
+    assert ports["items"]["x-kubernetes-validations"] == [
+        {
+            "rule": "!has(self.targetPort) || has(self.port)",
+            "message": "port is required when targetPort is set",
+        }
+    ]
+
+
+def test_without_snake_case_parameters_rules_use_the_option_names():
+    spec = crds.spec_schema(
+        {"options": {"a_b": {}, "c": {}}, "required_together": [["a_b", "c"]]},
+        camel=False,
+        where="w",
+    )
+    assert spec["x-kubernetes-validations"][0]["message"] == "a_b and c must be set together"
+
+
+def test_a_broken_constraint_is_refused_naming_where_it_is():
+    with pytest.raises(
+        CrdError, match=r"^roles/x: main: mutually_exclusive must be a list of lists"
+    ):
+        crds.spec_schema(
+            {"options": {"a": {}, "b": {}}, "mutually_exclusive": ["a", "b"]},
+            camel=True,
+            where="roles/x: main",
+        )
+
+
+def test_apply_defaults_makes_an_absent_dict_default_to_its_sub_defaults():
+    result = schema(
+        {"type": "dict", "apply_defaults": True, "options": {"cpu": {"type": "int", "default": 2}}}
+    )
+    assert result["default"] == {}
+    assert result["properties"]["cpu"]["default"] == 2
+
+
+# --- names and columns ----------------------------------------------------------------------------
+
+
+def test_the_default_plural_is_kubebuilders():
+    assert Names.for_kind("Policy").plural == "policies"
+    assert Names.for_kind("Ingress", "ingressen").plural == "ingressen"
+    crd = crds.build_crd("x.example.com", Names.for_kind("Policy"), [source()])
+    assert crd["metadata"]["name"] == "policies.x.example.com"
+
+
+@pytest.mark.parametrize(
+    ("path", "exists"),
+    [
+        (".spec.size", True),
+        (".spec.gone", False),
+        (".spec.backend.host", True),
+        (".spec.backend.gone", False),
+        (".spec.labels.anything", True),  # free-form
+        (".spec.ports[0].port", True),
+        (".spec.gone[0].port", False),
+        (".status.anything", True),
+        (".metadata.creationTimestamp", True),
+        (".spec", True),
+    ],
+)
+def test_a_column_path_exists_while_its_spec_fields_do(path, exists):
+    spec = crds.spec_schema(
+        {
+            "options": {
+                "size": {"type": "int"},
+                "backend": {"type": "dict", "options": {"host": {}}},
+                "labels": {"type": "dict"},
+                "ports": {"type": "list", "elements": "dict", "options": {"port": {}}},
+            }
+        },
+        camel=True,
+        where="w",
+    )
+    assert crds.spec_path_exists(path, spec) is exists
+
+
+def test_kept_columns_of_options_that_are_gone_are_removed():
+    columns = [
+        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+        {"name": "Old", "type": "string", "jsonPath": ".spec.oldOption"},
+        {"name": "Mine", "type": "string", "jsonPath": ".status.x"},
+    ]
+    existing = {
+        "kind": "CustomResourceDefinition",
+        "spec": {
+            "group": "x.example.com",
+            "names": {"kind": "Memcached"},
+            "versions": [{"name": "v1alpha1", "additionalPrinterColumns": columns}],
+        },
+    }
+    crd = crds.build_crd(
+        "x.example.com", Names.for_kind("Memcached"), [source()], existing=existing
+    )
+    kept = crd["spec"]["versions"][0]["additionalPrinterColumns"]
+    assert [c["name"] for c in kept] == ["Size", "Mine"]

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from ansible_operator.scaffold import init
+
 REPO = Path(__file__).resolve().parents[2]
-DOCKERFILE = REPO / "Dockerfile"
 ENTRYPOINT_TAIL = ["ansible-operator", "run", "--watches-file=./watches.yaml"]
 
 
@@ -88,9 +89,23 @@ def parse(text: str) -> tuple[dict[str, str], list[Stage]]:
     return global_args, stages
 
 
+@pytest.fixture(scope="module", params=["repository", "init"])
+def context(request, tmp_path_factory) -> Path:
+    """The build context: this repository, or a project `ansible-operator init` wrote (with the
+    dist/ that its `make image` fills with the runtime's wheel)."""
+    if request.param == "repository":
+        return REPO
+    project = tmp_path_factory.mktemp("init")
+    for rel, text in init.files("fresh", "example.com").items():
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(text)
+    (project / "dist").mkdir()
+    return project
+
+
 @pytest.fixture(scope="module")
-def dockerfile() -> tuple[dict[str, str], list[Stage]]:
-    return parse(DOCKERFILE.read_text())
+def dockerfile(context) -> tuple[dict[str, str], list[Stage]]:
+    return parse((context / "Dockerfile").read_text())
 
 
 def final(stages: list[Stage]) -> Stage:
@@ -106,9 +121,9 @@ def env_of(stage: Stage) -> dict[str, str]:
     return env
 
 
-def dockerignored(path: str) -> bool:
-    """Whether .dockerignore keeps `path` (relative to the repo) out of the build context."""
-    ignore = REPO / ".dockerignore"
+def dockerignored(path: str, context: Path = REPO) -> bool:
+    """Whether .dockerignore keeps `path` (relative to `context`) out of the build context."""
+    ignore = context / ".dockerignore"
     if not ignore.exists():
         return False
     excluded = False
@@ -153,7 +168,7 @@ def test_dockerignore_rules_in_order():
     assert dockerignored("operator/ansible_operator/__pycache__/cli.cpython-311.pyc")
 
 
-# -- the repository's Dockerfile ---------------------------------------------------------------
+# -- the repository's Dockerfile and a generated project's --------------------------------------
 
 
 def test_multi_stage_with_named_builder(dockerfile):
@@ -221,7 +236,7 @@ def test_upstream_layout_and_environment(dockerfile):
     assert "echo operator_sdk/util" in prune.args
 
 
-def test_every_copy_source_is_in_the_build_context(dockerfile):
+def test_every_copy_source_is_in_the_build_context(dockerfile, context):
     _, stages = dockerfile
     checked = 0
     for stage in stages:
@@ -231,8 +246,8 @@ def test_every_copy_source_is_in_the_build_context(dockerfile):
                 continue
             assert instruction.keyword == "COPY", f"line {instruction.line}: use COPY, not ADD"
             for source in words[:-1]:
-                path = REPO / source
-                assert path.exists(), f"line {instruction.line}: {source} is not in the repo"
-                assert not dockerignored(source.rstrip("/")), f"{source} is in .dockerignore"
+                path = context / source
+                assert path.exists(), f"line {instruction.line}: {source} is not in the context"
+                assert not dockerignored(source.rstrip("/"), context), f"{source} is ignored"
                 checked += 1
     assert checked >= 5

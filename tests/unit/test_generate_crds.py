@@ -235,6 +235,96 @@ def test_bad_input_is_one_line_and_exit_1(project, capsys, break_it, message):
     assert not (project / "config").exists()
 
 
+def test_what_cannot_be_expressed_is_one_warning_per_spec_file(project, capsys):
+    spec = yaml.safe_load((project / "roles/memcached/meta/argument_specs.yml").read_text())
+    options = spec["argument_specs"]["main"]["options"]
+    options["size"]["aliases"] = ["count"]
+    options["pool_name"]["aliases"] = ["pool"]
+    options["pool_name"]["no_log"] = True
+    (project / "roles/memcached/meta/argument_specs.yml").write_text(yaml.safe_dump(spec))
+    assert generate_crds() == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert warnings == [
+        "warning: roles/memcached/meta/argument_specs.yml: not expressed in the CRD, so not "
+        "checked before a run: aliases at argument_specs.main.options.pool_name, "
+        "argument_specs.main.options.size (a CR field has only the option's own name); no_log at "
+        "argument_specs.main.options.pool_name (a CR's spec is readable by whoever may read the CR)"
+    ]
+
+
+def test_a_role_serving_two_versions_is_warned_about_once(project, capsys):
+    spec = {"argument_specs": {"main": {"options": {"size": {"type": "int", "aliases": ["n"]}}}}}
+    (project / "roles/memcached/meta/argument_specs.yml").write_text(yaml.safe_dump(spec))
+    watches = [
+        {"version": version, "group": "cache.example.com", "kind": "Memcached", "role": "memcached"}
+        for version in ("v1alpha1", "v1")
+    ]
+    (project / "watches.yaml").write_text(yaml.safe_dump(watches))
+    assert generate_crds() == 0
+    err = capsys.readouterr().err
+    assert err.count("warning: ") == 1
+    assert "aliases at argument_specs.main.options.size (" in err
+
+
+def test_an_unknown_option_key_is_refused_in_one_line_naming_role_option_and_key(project, capsys):
+    spec = yaml.safe_load((project / "roles/memcached/meta/argument_specs.yml").read_text())
+    spec["argument_specs"]["main"]["options"]["size"]["requried"] = True
+    (project / "roles/memcached/meta/argument_specs.yml").write_text(yaml.safe_dump(spec))
+    assert generate_crds() == 1
+    assert capsys.readouterr().err == (
+        "ansible-operator generate crds: roles/memcached/meta/argument_specs.yml: "
+        "argument_specs.main.options.size: unknown key 'requried'\n"
+    )
+    assert not (project / "config").exists()
+
+
+def test_a_kind_gets_its_english_plural(project):
+    role(project, "policy", {"argument_specs": {"main": {"options": {"rule": {}}}}})
+    watches = [{"version": "v1", "group": "x.example.com", "kind": "Policy", "role": "policy"}]
+    (project / "watches.yaml").write_text(yaml.safe_dump(watches))
+    assert generate_crds() == 0
+    crd = yaml.safe_load((project / "config/crd/bases/x.example.com_policies.yaml").read_text())
+    assert crd["spec"]["names"]["plural"] == "policies"
+
+
+def test_regenerating_drops_columns_and_sample_fields_of_removed_options(project, capsys):
+    generate_crds()
+    data = yaml.safe_load(crd_file(project).read_text())
+    data["spec"]["versions"][0]["additionalPrinterColumns"].insert(
+        0, {"name": "Pool", "type": "string", "jsonPath": ".spec.poolName"}
+    )
+    crd_file(project).write_text(yaml.safe_dump(data))
+    samples = project / "config/samples"
+    samples.mkdir()
+    sample = samples / "cache_v1alpha1_memcached.yaml"
+    sample.write_text(
+        "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: s\n"
+        "spec:\n  size: 2  # mine\n  poolName: p\n"
+    )
+    spec_file = project / "roles/memcached/meta/argument_specs.yml"
+    spec = yaml.safe_load(spec_file.read_text())
+    del spec["argument_specs"]["main"]["options"]["pool_name"]
+    spec_file.write_text(yaml.safe_dump(spec))
+    capsys.readouterr()
+
+    assert generate_crds("--check") == 1
+    err = capsys.readouterr().err
+    assert "config/samples/cache_v1alpha1_memcached.yaml sets Memcached/s: spec.poolName" in err
+
+    assert generate_crds() == 0
+    out = capsys.readouterr().out
+    assert "pruned config/samples/cache_v1alpha1_memcached.yaml: removed Memcached/s: " in out
+    columns = yaml.safe_load(crd_file(project).read_text())["spec"]["versions"][0][
+        "additionalPrinterColumns"
+    ]
+    assert [c["name"] for c in columns] == ["Size", "Successful", "Reason", "Message", "Age"]
+    assert sample.read_text() == (
+        "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: s\n"
+        "spec:\n  size: 2  # mine\n"
+    )
+    assert generate_crds("--check") == 0
+
+
 # --- this repository ------------------------------------------------------------------------------
 
 

@@ -155,8 +155,10 @@ def test_the_molecule_scenario_applies_the_sample_and_has_a_failing_placeholder(
     assert '"{{ samples_dir }}/cache_v1alpha1_memcached.yaml"' in converge
     [play] = load(scenario / "converge.yml")
     [wait] = [t for t in play["tasks"][0]["block"] if t["name"].startswith("Wait until")]
-    successful = "selectattr('type', '==', 'Successful') | selectattr('status', '==', 'True')"
-    assert successful in wait["ansible.builtin.assert"]["that"]
+    assert (
+        "selectattr('type', '==', 'Successful') | selectattr('status', '==', 'True')"
+        in (wait["ansible.builtin.assert"]["that"])
+    )
     assert "api_version='cache.example.com/v1alpha1', kind='Memcached'" in wait["vars"]["cr"]
     assert "resource_name='memcached-sample'" in wait["vars"]["cr"]
     assert wait["until"] == "reconciled is success" and wait["retries"] == 600
@@ -221,7 +223,16 @@ def test_a_group_without_domain_takes_the_domain_of_the_project_file(fresh):
 
 def test_plural_can_be_given(fresh):
     assert new_api("--group", "x.example.com", "--version", "v1", "--kind", "Policy",
-                   "--plural", "policies") == 0  # fmt: skip
+                   "--plural", "policyset") == 0  # fmt: skip
+    crd = load(fresh / "config/crd/bases/x.example.com_policyset.yaml")
+    assert crd["spec"]["names"]["plural"] == "policyset"
+    assert load(fresh / "config/rbac/role.yaml")["rules"][0]["resources"][0] == "policyset"
+    # generate crds keeps the plural from the file
+    assert generate.plan(Path("watches.yaml"), generate.DEFAULT_OUTPUT).crds[0].up_to_date
+
+
+def test_the_default_plural_is_the_kinds_english_plural(fresh):
+    assert new_api("--group", "x.example.com", "--version", "v1", "--kind", "Policy") == 0
     crd = load(fresh / "config/crd/bases/x.example.com_policies.yaml")
     assert crd["spec"]["names"]["plural"] == "policies"
     assert load(fresh / "config/rbac/role.yaml")["rules"][0]["resources"][0] == "policies"

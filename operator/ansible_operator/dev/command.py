@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+import yaml
+
 from ansible_operator.dev import launcher, molecule
 
 
@@ -62,10 +64,22 @@ def _project(path: Path) -> Path | None:
     return project if (project / "watches.yaml").is_file() else None
 
 
+def _no_kinds(watches: Path) -> bool:
+    """Whether a watches file is still as `init` wrote it (dev run checks the rest)."""
+    try:
+        return yaml.safe_load(watches.read_text(encoding="utf-8")) is None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+
+
 def _run(args: argparse.Namespace) -> int:
     project = _project(args.project)
     if project is None:
         return _fail("run", f"no watches.yaml in {args.project.resolve()}")
+    if _no_kinds(project / "watches.yaml"):
+        return _fail(
+            "run", "watches.yaml has no kinds yet: add one with `ansible-operator new-api`"
+        )
     # Imported here: its API client (aiohttp) would double the start-up of `dev operator`, which
     # molecule's create.yml and destroy.yml call several times per scenario.
     from ansible_operator.dev import run as dev_run

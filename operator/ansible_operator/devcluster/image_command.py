@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from ansible_operator.devcluster import binaries, deploy, image
+from ansible_operator.devcluster import binaries, deploy, image, wheel
 from ansible_operator.devcluster.cluster import DevCluster
 
 
@@ -53,6 +53,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "--kubeconfig", type=Path, help="default: $KUBECONFIG, else the dev cluster"
         )
         sub.set_defaults(handler=_deploy)
+    bundle = actions.add_parser(
+        "bundle", help="config/default with the image named, in one file to kubectl apply -f"
+    )
+    bundle.add_argument("--tag", default="controller:latest", help="the image name (IMG)")
+    bundle.add_argument("--project", type=Path, default=Path("."), help="the project directory")
+    bundle.add_argument(
+        "--output", type=Path, default=Path("dist/install.yaml"), help="default: %(default)s"
+    )
+    bundle.set_defaults(handler=_bundle)
+    wheel_parser = actions.add_parser(
+        "wheel", help="the installed ansible-operator-py as a wheel, for a project's image build"
+    )
+    wheel_parser.add_argument(
+        "--output", type=Path, default=Path("dist"), help="its directory (default: %(default)s)"
+    )
+    wheel_parser.set_defaults(handler=_wheel)
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -92,5 +108,32 @@ def _deploy(args: argparse.Namespace) -> int:
         print(act(kubectl, kubeconfig, manifests), end="")
     except (binaries.BinariesError, deploy.DeployError) as err:
         print(f"ansible-operator dev-image {args.action}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _bundle(args: argparse.Namespace) -> int:
+    try:
+        kubectl = binaries.find()["kubectl"]
+        manifests = deploy.render(kubectl, args.project, args.tag)
+    except (binaries.BinariesError, deploy.DeployError) as err:
+        print(f"ansible-operator dev-image bundle: {err}", file=sys.stderr)
+        return 1
+    output: Path = args.output
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(manifests, encoding="utf-8")
+    except OSError as err:
+        print(f"ansible-operator dev-image bundle: {output}: {err.strerror}", file=sys.stderr)
+        return 1
+    print(output)
+    return 0
+
+
+def _wheel(args: argparse.Namespace) -> int:
+    try:
+        print(wheel.build(args.output))
+    except (wheel.WheelError, OSError) as err:
+        print(f"ansible-operator dev-image wheel: {err}", file=sys.stderr)
         return 1
     return 0

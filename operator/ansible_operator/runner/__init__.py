@@ -1,7 +1,7 @@
 """Running Ansible for a reconcile: input dir, process, events, outcome; nothing about Kubernetes.
 
 Callers build a `RunRequest` from plain values and await `Runner.run()`; `ColdRunner` starts one
-ansible-runner process per run, and a pool of warm processes can implement the same protocol.
+ansible-runner process per run, `WarmRunner` forks each run from a process kept warm.
 """
 
 from ansible_operator.runner.events import (
@@ -34,6 +34,7 @@ from ansible_operator.runner.types import (
     RunRequest,
     RunResult,
 )
+from ansible_operator.runner.warm import WarmRunner
 
 __all__ = [
     "DEFAULT_BASE_DIR",
@@ -51,6 +52,7 @@ __all__ = [
     "RunResult",
     "Runner",
     "RunnerError",
+    "WarmRunner",
     "find_ansible_runner",
     "input_dir_path",
     "log_debug_result",

@@ -20,11 +20,12 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ansible_operator.runner import proctree, runlock
 from ansible_operator.runner.events import EventSummary
@@ -124,6 +125,18 @@ def run_environment(
         env["ANSIBLE_NOCOLOR"] = "1"
     env[proctree.MARKER_ENV] = marker
     return env
+
+
+class RunProcess(Protocol):
+    """The process of a run as the runner watches it (asyncio's Process is one)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    async def wait(self) -> int: ...
 
 
 class _EventReader:
@@ -266,6 +279,9 @@ class ColdRunner:
             artifact_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             proc = await self._spawn(command, env, output_path, marker, lock)
             timed_out, duration = await self._supervise(proc, request, marker, deliver, log)
+            if (proc.returncode or 0) < 0 and not timed_out:
+                # Killed by a signal (the OOM killer?): what it started must not outlive it.
+                await proctree.terminate_run(proc.pid, marker, grace=self.kill_grace)
         finally:
             _point_latest(artifacts, request.ident)
         deliver(final=True)
@@ -275,6 +291,8 @@ class ColdRunner:
         abort_reason = None
         if timed_out:
             abort_reason = f"Ansible run timed out after {request.timeout:g}s and was stopped"
+        else:
+            abort_reason = self._end_reason(proc)
         outcome = summary.outcome(
             stdout_tail=_tail(stdout_path) or _tail(output_path),
             abort_reason=abort_reason,
@@ -298,9 +316,18 @@ class ColdRunner:
             duration=duration,
         )
 
+    def _end_reason(self, proc: RunProcess) -> str | None:
+        """Why the run ended early, if it was killed by a signal (timeouts aside)."""
+        rc = proc.returncode
+        if rc is None or rc >= 0:
+            return None
+        name = signal.Signals(-rc).name if -rc in signal.valid_signals() else f"signal {-rc}"
+        why = " (the out-of-memory killer sends it)" if -rc == signal.SIGKILL else ""
+        return f"the Ansible run's process was killed by {name}{why}"
+
     async def _spawn(
         self, command: list[str], env: dict[str, str], output_path: Path, marker: str, lock: int
-    ) -> asyncio.subprocess.Process:
+    ) -> RunProcess:
         """Start ansible-runner in a session of its own, its output going to `output_path`,
         holding the run lock `lock` for as long as it lives."""
         with open(output_path, "wb") as output:
@@ -324,7 +351,7 @@ class ColdRunner:
 
     async def _supervise(
         self,
-        proc: asyncio.subprocess.Process,
+        proc: RunProcess,
         request: RunRequest,
         marker: str,
         deliver: Callable[[], None],
@@ -373,9 +400,7 @@ class ColdRunner:
             raise
 
 
-async def _kill_after_abort(
-    pgid: int, marker: str, grace: float, proc: asyncio.subprocess.Process
-) -> None:
+async def _kill_after_abort(pgid: int, marker: str, grace: float, proc: RunProcess) -> None:
     """Kill the run after an abort; a second cancellation only skips the grace period."""
     with contextlib.suppress(asyncio.CancelledError):  # then terminate_run SIGKILLed it all
         await proctree.terminate_run(pgid, marker, grace=grace)

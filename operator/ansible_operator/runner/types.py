@@ -2,9 +2,9 @@
 
 A `Runner` has one coroutine, `run(request, on_event=None)`. The request carries plain values
 (paths, variables, limits) and nothing about watches or Kubernetes, so the cold implementation
-(one ansible-runner process per run) can later be swapped for a pool of warm Ansible processes
-without touching the caller. Events stream to `on_event` while the run goes on, for live logs;
-the verdict comes back in `RunResult.outcome`.
+(one ansible-runner process per run) and the warm one (forks of a process that has imported what
+runs need) are swapped without touching the caller. Events stream to `on_event` while the run
+goes on, for live logs; the verdict comes back in `RunResult.outcome`.
 """
 
 from __future__ import annotations

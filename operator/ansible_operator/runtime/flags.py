@@ -23,6 +23,7 @@ from ansible_operator.gocompat.strconv import atoi, parse_bool, parse_int, quote
 PROG = "ansible-operator"
 LOG_EVENTS = ("Tasks", "Everything", "Nothing")
 MAX_ANSIBLE_VERBOSITY = 7
+RUNNERS = ("warm", "cold")
 
 
 class SettingsError(ValueError):
@@ -267,6 +268,14 @@ def _flags() -> tuple[_Flag, ...]:
             "A watch's runTimeout overrides it.",
         ),
         _Flag(
+            "runner",
+            _choice(RUNNERS, "must be warm or cold, not {}"),
+            "warm",
+            "How Ansible runs start: warm (forks of a process that has already imported "
+            "ansible-runner and the Kubernetes client; module tasks on localhost run in forks "
+            "too) or cold (a new ansible-runner process per run, as upstream).",
+        ),
+        _Flag(
             "zap-devel",
             None,
             False,
@@ -352,6 +361,7 @@ class RunSettings:
     metrics_require_rbac: bool = False
     metrics_cert_dir: str = ""  # "": controller-runtime's default directory
     ansible_run_timeout: float | None = None  # seconds; None means no limit
+    runner: str = "warm"  # one of RUNNERS
     zap_devel: bool = False
     zap_encoder: str | None = None  # json or console; None: by zap_devel
     zap_log_level: str | None = None  # debug, info, error, or a positive integer as text
@@ -459,6 +469,12 @@ def _build_parser(max_workers: int) -> argparse.ArgumentParser:
     parser = _Parser(
         prog=f"{PROG} run",
         description="Run the operator",
+        epilog="examples:\n"
+        "  ansible-operator run\n"
+        "  WATCH_NAMESPACE=demo ansible-operator run --watches-file=./watches.yaml "
+        "--zap-log-level=debug\n"
+        "  ansible-operator run --leader-elect --metrics-bind-address=:8443",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
         add_help=True,
     )
@@ -626,6 +642,7 @@ def build_run_settings(
         metrics_require_rbac=parsed["metrics_require_rbac"],
         metrics_cert_dir=parsed["metrics_cert_dir"],
         ansible_run_timeout=parsed["ansible_run_timeout"] or None,
+        runner=parsed["runner"],
         zap_devel=parsed["zap_devel"],
         zap_encoder=parsed["zap_encoder"],
         zap_log_level=parsed["zap_log_level"],

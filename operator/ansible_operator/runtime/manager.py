@@ -40,6 +40,7 @@ from ansible_operator.kube.discovery import Discovery
 from ansible_operator.proxy import Proxy, ProxyStartError
 from ansible_operator.runner import ColdRunner, Runner, RunnerError, versions
 from ansible_operator.runner.versions import AnsibleVersions
+from ansible_operator.runner.warm import WarmRunner
 from ansible_operator.runtime import logs
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.dependents import DependentWatches
@@ -92,8 +93,8 @@ class Operator:
         creds: Credentials,
         *,
         client: KubeClient | None = None,  # None: one for creds; tests pass an in-memory API
-        runner: Runner | None = None,  # None: ColdRunner; tests pass a scripted one
-        ansible: AnsibleVersions | None = None,  # None: asked of the ColdRunner; given with runner
+        runner: Runner | None = None,  # None: by --runner; tests pass a scripted one
+        ansible: AnsibleVersions | None = None,  # None: asked of the runner; given with runner
     ) -> None:
         self.settings = settings
         self.creds = creds
@@ -101,13 +102,16 @@ class Operator:
         self.discovery = Discovery(self.client)
         if runner is None:
             # As upstream, the path flags are the roles' and collections' paths of every run.
-            cold = ColdRunner(environ=settings.ansible_environ())
+            kind = WarmRunner if settings.runner == "warm" else ColdRunner
+            chosen = kind(environ=settings.ansible_environ())
             # The Ansible the runs will use, asked once: too old an ansible-core, or one without
             # kubernetes.core, is refused here.
-            ansible = versions.probe(cold.executable, cold.environ)
+            ansible = versions.probe(chosen.executable, chosen.environ)
             versions.check_supported(ansible)
-            versions.check_collections(ansible, cold.environ)
-            runner = cold
+            versions.check_collections(ansible, chosen.environ)
+            if isinstance(chosen, WarmRunner):
+                chosen.start()  # its imports overlap the operator's start
+            runner = chosen
         elif ansible is None:
             raise ValueError("a runner given without the Ansible versions it runs")
         versions.check_supported(ansible)

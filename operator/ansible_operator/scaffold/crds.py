@@ -16,7 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_operator.gocompat.plural import pluralize
 from ansible_operator.gocompat.strcase import to_snake
+from ansible_operator.scaffold import cel_rules
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 PRESERVE = "x-kubernetes-preserve-unknown-fields"
@@ -37,9 +39,35 @@ _VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 _MARKUP = re.compile(r"\b(RV|[IBCMUVOEPLR])\(([^()]*)\)")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
+# Keys of an option, and of an entry point: what becomes schema, what only documents the role,
+# and what a CRD cannot express (with why, for the warning). Any other key is refused: a typo
+# such as `require: true` would otherwise leave a field silently optional.
+_OPTION_KEYS = frozenset(
+    ("type", "elements", "default", "required", "choices", "description", "options",
+     "apply_defaults", *cel_rules.CONSTRAINTS)
+)  # fmt: skip
+_OPTION_DOC_KEYS = frozenset(("version_added", "version_added_collection", "context"))
+_ENTRY_KEYS = frozenset(("options", "short_description", "description", *cel_rules.CONSTRAINTS))
+_ENTRY_DOC_KEYS = frozenset(
+    ("author", "version_added", "seealso", "notes", "requirements", "examples", "attributes")
+)
+UNEXPRESSED = {
+    "aliases": "a CR field has only the option's own name",
+    "deprecated_aliases": "a CR field has only the option's own name",
+    "no_log": "a CR's spec is readable by whoever may read the CR",
+    "fallback": "a CR field has no fallback",
+    "removed_in_version": "a CRD marks no field as deprecated",
+    "removed_at_date": "a CRD marks no field as deprecated",
+    "removed_from_collection": "a CRD marks no field as deprecated",
+}
+
 
 class CrdError(Exception):
     """An argument spec that cannot become a schema; the message names role and option."""
+
+
+# What a CRD cannot express, as (key, where) pairs, for one warning per argument spec file.
+Unexpressed = list[tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -71,8 +99,8 @@ class Names:
 
 
 def default_plural(kind: str) -> str:
-    """Lowercase kind plus "s", as the project's CRDs and tests assume."""
-    return kind.lower() + "s"
+    """The English plural of the lowercase kind, as kubebuilder makes it (`Policy` → `policies`)."""
+    return pluralize(kind)
 
 
 # --- names: snake_case options, camelCase fields ------------------------------------------------
@@ -173,13 +201,73 @@ def _coerce(value: Any, kind: str, where: str) -> Any:
     return value
 
 
-def option_schema(option: Mapping[str, Any], *, camel: bool, where: str) -> dict[str, Any]:
+def _check_keys(
+    spec: Mapping[str, Any],
+    known: frozenset[str],
+    documentation: frozenset[str],
+    *,
+    where: str,
+    unexpressed: Unexpressed | None,
+) -> None:
+    """Refuse a key Ansible would not know; note the keys a CRD cannot express."""
+    for key in spec:
+        if key in known or key in documentation:
+            continue
+        if key in UNEXPRESSED:
+            if unexpressed is not None:
+                unexpressed.append((str(key), where))
+            continue
+        raise CrdError(f"{where}: unknown key {key!r}")
+
+
+def _check_placement(option: Mapping[str, Any], kind: str, *, where: str) -> None:
+    """`elements` only on lists; `options` and constraints only where there are sub-options."""
+    if "elements" in option and kind != "list":
+        raise CrdError(f"{where}: key 'elements' is only for type: list, not type: {kind}")
+    this = f"type: {kind}"
+    if kind == "list":
+        elements = option.get("elements")
+        this += f" with elements: {elements}" if elements else " without elements"
+    holds_options = kind == "dict" or (kind == "list" and option.get("elements") == "dict")
+    for key in ("options", *cel_rules.CONSTRAINTS):
+        if key in option and not holds_options:
+            raise CrdError(
+                f"{where}: key {key!r} is only for type: dict or type: list with elements: dict, "
+                f"not {this}"
+            )
+    if "apply_defaults" in option and kind != "dict":
+        raise CrdError(f"{where}: key 'apply_defaults' is only for type: dict, not {this}")
+    for key in ("apply_defaults", *cel_rules.CONSTRAINTS):
+        if key in option and option.get("options") is None:
+            raise CrdError(f"{where}: key {key!r} needs the sub-options it refers to in 'options'")
+
+
+def option_schema(
+    option: Mapping[str, Any],
+    *,
+    camel: bool,
+    where: str,
+    unexpressed: Unexpressed | None = None,
+) -> dict[str, Any]:
     """The OpenAPI schema of one option (recursing into `options` of dicts and list elements)."""
     if not isinstance(option, Mapping):
         raise CrdError(f"{where}: must be a mapping with type, description, ...")
     kind = option.get("type", "str")
     if not isinstance(kind, str):
         raise CrdError(f"{where}: type must be a name such as str or int, got {kind!r}")
+    _check_keys(option, _OPTION_KEYS, _OPTION_DOC_KEYS, where=where, unexpressed=unexpressed)
+    return _schema_of(option, kind, camel=camel, where=where, unexpressed=unexpressed)
+
+
+def _schema_of(
+    option: Mapping[str, Any],
+    kind: str,
+    *,
+    camel: bool,
+    where: str,
+    unexpressed: Unexpressed | None,
+) -> dict[str, Any]:
+    _check_placement(option, kind, where=where)
     schema: dict[str, Any] = {}
     description = _describe(option.get("description"), camel=camel)
     if description:
@@ -196,18 +284,21 @@ def option_schema(option: Mapping[str, Any], *, camel: bool, where: str) -> dict
     elif kind in _ANY_TYPES:
         schema[PRESERVE] = True
     elif kind == "dict":
-        schema.update(_object_schema(option.get("options"), camel=camel, where=where))
+        schema.update(_object_schema(option, camel=camel, where=where, unexpressed=unexpressed))
     elif kind == "list":
         schema["type"] = "array"
         elements = option.get("elements")
         item: dict[str, Any]
         if elements is None:
             item = {PRESERVE: True}
+        elif not isinstance(elements, str):
+            raise CrdError(f"{where}: elements must be a type name such as str or dict")
         else:
-            item = option_schema(
-                {"type": elements, "options": option.get("options"), "choices": choices},
-                camel=camel,
-                where=f"{where}.elements",
+            # Each element is an option of its own: sub-options and constraints apply to it.
+            element = {k: v for k, v in option.items() if k in ("options", "choices")}
+            element.update((k, option[k]) for k in cel_rules.CONSTRAINTS if k in option)
+            item = _schema_of(
+                element, elements, camel=camel, where=f"{where}.elements", unexpressed=unexpressed
             )
         schema["items"] = item
     else:
@@ -218,6 +309,16 @@ def option_schema(option: Mapping[str, Any], *, camel: bool, where: str) -> dict
 
     if "default" in option and option["default"] is not None:
         schema["default"] = _default(option["default"], option, camel=camel, where=where)
+    elif option.get("apply_defaults") and kind == "dict":
+        # An absent dict becomes {} and the API server fills in its sub-options' defaults.
+        options = option["options"]
+        required = [n for n, o in options.items() if isinstance(o, Mapping) and o.get("required")]
+        if required:
+            raise CrdError(
+                f"{where}: apply_defaults with the required sub-option {required[0]!r} would "
+                "refuse every CR that leaves this option out; make the option required instead"
+            )
+        schema["default"] = {}
     return schema
 
 
@@ -267,37 +368,63 @@ def _with_fields(value: Any, options: Any, *, camel: bool, where: str) -> Any:
     return result
 
 
-def _object_schema(options: Any, *, camel: bool, where: str) -> dict[str, Any]:
-    """`type: object` with one property per option; free-form when no options are declared."""
+def _object_schema(
+    holder: Mapping[str, Any],
+    *,
+    camel: bool,
+    where: str,
+    unexpressed: Unexpressed | None,
+) -> dict[str, Any]:
+    """`type: object` with one property per option of `holder` (an entry point or a dict option),
+    its constraints as validation rules; free-form when no options are declared."""
+    options = holder.get("options")
     if options is None:
         return {"type": "object", PRESERVE: True}
     if not isinstance(options, Mapping):
         raise CrdError(f"{where}: options must be a mapping of option names")
     properties: dict[str, Any] = {}
+    fields: dict[str, str] = {}
     required: list[str] = []
     for option, spec in options.items():
         name = field_name(option, camel=camel, where=where)
         if name in properties:
             raise CrdError(f"{where}: options {option!r} and another both become field {name!r}")
-        properties[name] = option_schema(spec, camel=camel, where=f"{where}.options.{option}")
+        properties[name] = option_schema(
+            spec, camel=camel, where=f"{where}.options.{option}", unexpressed=unexpressed
+        )
+        fields[option] = name
         if isinstance(spec, Mapping) and spec.get("required"):
             required.append(name)
+    try:
+        rules = cel_rules.validation_rules(holder, options, fields)
+    except cel_rules.ConstraintError as err:
+        raise CrdError(f"{where}: {err}") from None
     schema: dict[str, Any] = {"type": "object"}
     if required:
         schema["required"] = required
     schema["properties"] = properties
+    if rules:
+        schema["x-kubernetes-validations"] = rules
     return schema
 
 
-def spec_schema(entry: Mapping[str, Any], *, camel: bool, where: str) -> dict[str, Any]:
+def spec_schema(
+    entry: Mapping[str, Any],
+    *,
+    camel: bool,
+    where: str,
+    unexpressed: Unexpressed | None = None,
+) -> dict[str, Any]:
     """The schema of `spec` from an argument spec entry point (`main`)."""
     if not isinstance(entry, Mapping):
         raise CrdError(f"{where}: the entry point must be a mapping with options")
+    _check_keys(entry, _ENTRY_KEYS, _ENTRY_DOC_KEYS, where=where, unexpressed=unexpressed)
     schema: dict[str, Any] = {}
     description = _describe(entry.get("short_description") or entry.get("description"), camel=camel)
     if description:
         schema["description"] = description
-    schema.update(_object_schema(entry.get("options") or {}, camel=camel, where=where))
+    holder = {**entry, "options": entry.get("options") or {}}
+    schema.update(_object_schema(holder, camel=camel, where=where, unexpressed=unexpressed))
     return schema
 
 
@@ -366,9 +493,11 @@ def build_crd(
     sources: Sequence[VersionSource],
     *,
     existing: Mapping[str, Any] | None = None,
+    unexpressed: dict[str, Unexpressed] | None = None,
 ) -> dict[str, Any]:
     """The CRD of one kind with a version per source; `existing` contributes what is hand-owned
-    (names, scope, printer columns) when it describes the same group and kind."""
+    (names, scope, printer columns, less those of fields that are gone) when it describes the
+    same group and kind. What the CRD cannot express is added to `unexpressed` by spec file."""
     if not sources:
         raise CrdError(f"{names.kind}.{group}: no version to generate")
     kept_columns = _existing_columns(existing)
@@ -376,7 +505,8 @@ def build_crd(
     versions = []
     for source in sorted(sources, key=lambda s: version_priority(s.version), reverse=True):
         where = f"{source.spec_path}: argument_specs.main"
-        spec = spec_schema(source.entry, camel=source.camel_case, where=where)
+        notes = None if unexpressed is None else unexpressed.setdefault(source.spec_path, [])
+        spec = spec_schema(source.entry, camel=source.camel_case, where=where, unexpressed=notes)
         root: dict[str, Any] = {
             "description": f"{names.kind} is reconciled by the role {source.role_name}.",
             "type": "object",
@@ -393,6 +523,8 @@ def build_crd(
         columns = kept_columns.get(source.version)
         if columns is None:
             columns = spec_columns(spec) + status_columns(source.manage_status)
+        else:
+            columns = [c for c in columns if spec_path_exists(c.get("jsonPath"), spec)]
         versions.append(
             {
                 "name": source.version,
@@ -440,6 +572,25 @@ def names_from(existing: Mapping[str, Any] | None, kind: str) -> Names:
     if spec.get("scope") in ("Namespaced", "Cluster"):
         names.scope = spec["scope"]
     return names
+
+
+_SPEC_PATH = re.compile(r"^\.spec((?:\.[A-Za-z0-9_-]+)*)")
+
+
+def spec_path_exists(json_path: Any, spec: Mapping[str, Any]) -> bool:
+    """Whether a printer column's `.spec.a.b` path names fields the spec schema still has (a
+    path that is not under `.spec`, or goes through free-form data, is kept)."""
+    found = _SPEC_PATH.match(json_path) if isinstance(json_path, str) else None
+    if not found:
+        return True
+    schema: Mapping[str, Any] = spec
+    for name in found.group(1).split(".")[1:]:
+        if schema.get(PRESERVE) or "properties" not in schema:
+            return True
+        if name not in schema["properties"]:
+            return False
+        schema = schema["properties"][name]
+    return True
 
 
 def _existing_columns(existing: Mapping[str, Any] | None) -> dict[str, list[dict[str, Any]]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,10 +19,11 @@ from typing import Any
 import yaml
 
 from ansible_operator.core.watches import GVK, Watch, WatchesError, load_watches, resolve_role
-from ansible_operator.scaffold import crds
+from ansible_operator.scaffold import crds, samples
 
 SPEC_FILES = ("meta/argument_specs.yml", "meta/argument_specs.yaml")
 DEFAULT_OUTPUT = Path("config/crd/bases")
+DEFAULT_SAMPLES = Path("config/samples")
 
 
 class GenerateError(Exception):
@@ -44,9 +45,20 @@ class PlannedCrd:
 
 
 @dataclass
+class PlannedSample:
+    """A sample CR file that still sets fields its CRD no longer has: its text without them."""
+
+    path: Path
+    text: str
+    removed: list[str]  # `Kind/name: spec.field`, as shown to the user
+
+
+@dataclass
 class Plan:
     crds: list[PlannedCrd] = field(default_factory=list)
+    samples: list[PlannedSample] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # one line each: kind and why
+    warnings: list[str] = field(default_factory=list)  # one line per argument spec file
 
 
 # --- finding the role and its argument spec ------------------------------------------------
@@ -167,8 +179,9 @@ def plan(
     *,
     environ: Mapping[str, str] | None = None,
     shown_base: Path | None = None,
+    samples_dir: Path | None = None,
 ) -> Plan:
-    """What `generate crds` writes, without writing anything."""
+    """What `generate crds` writes, without writing anything (samples only with a directory)."""
     env: Mapping[str, str] = os.environ if environ is None else environ
     project = watches_file.resolve().parent
     base = shown_base or Path.cwd()
@@ -200,6 +213,7 @@ def plan(
         spec_path, entry = loaded
         by_kind.setdefault((gvk.group, gvk.kind), []).append((watch, role_name, spec_path, entry))
 
+    unexpressed: dict[str, crds.Unexpressed] = {}
     for (group, kind), entries in by_kind.items():
         existing = next((doc for _, doc in on_disk if crds.describes(doc, group, kind)), None)
         names = crds.names_from(existing, kind)
@@ -215,7 +229,7 @@ def plan(
             for watch, role_name, spec_path, entry in entries
         ]
         try:
-            crd = crds.build_crd(group, names, sources, existing=existing)
+            crd = crds.build_crd(group, names, sources, existing=existing, unexpressed=unexpressed)
         except crds.CrdError as err:
             raise GenerateError(str(err)) from None
         path = output_dir / f"{group}_{names.plural}.yaml"
@@ -223,7 +237,44 @@ def plan(
         result.crds.append(
             PlannedCrd(path=path, crd=crd, sources=[s.spec_path for s in sources], current=current)
         )
+    result.warnings = [warning(spec, notes) for spec, notes in unexpressed.items() if notes]
+    if samples_dir is not None:
+        result.samples = _stale_samples(samples_dir, result.crds, base)
     return result
+
+
+def warning(spec_path: str, notes: crds.Unexpressed) -> str:
+    """One line for everything an argument spec says that its CRD cannot: each key, where, why."""
+    by_key: dict[str, list[str]] = {}
+    for key, where in dict.fromkeys(notes):  # a role serving two versions is read twice
+        by_key.setdefault(key, []).append(where.split(": ", 1)[-1])
+    parts = [
+        f"{key} at {', '.join(places)} ({crds.UNEXPRESSED[key]})" for key, places in by_key.items()
+    ]
+    return f"{spec_path}: not expressed in the CRD, so not checked before a run: {'; '.join(parts)}"
+
+
+def _stale_samples(samples_dir: Path, planned: list[PlannedCrd], base: Path) -> list[PlannedSample]:
+    """Sample files that set fields the planned CRDs no longer have."""
+    schemas: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for p in planned:
+        group, kind = p.crd["spec"]["group"], p.crd["spec"]["names"]["kind"]
+        for version in p.crd["spec"]["versions"]:
+            root = version["schema"]["openAPIV3Schema"]
+            schemas[(f"{group}/{version['name']}", kind)] = root["properties"]["spec"]
+    found = []
+    paths = sorted(samples_dir.glob("*.yaml")) + sorted(samples_dir.glob("*.yml"))
+    for path in paths if samples_dir.is_dir() else []:
+        try:
+            text = path.read_text(encoding="utf-8")
+            pruned, removed = samples.prune(text, schemas, where=_show(path, base))
+        except (OSError, UnicodeDecodeError) as err:
+            raise GenerateError(f"{path}: cannot read: {_one_line(err)}") from None
+        except samples.SampleError as err:
+            raise GenerateError(str(err)) from None
+        if removed:
+            found.append(PlannedSample(path=path, text=pruned, removed=removed))
+    return found
 
 
 def _kind(gvk: GVK) -> str:
@@ -252,10 +303,14 @@ def render(planned: PlannedCrd) -> str:
 
 
 def write(planned: PlannedCrd) -> None:
-    planned.path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = planned.path.with_name(planned.path.name + ".tmp")
-    tmp.write_text(render(planned), encoding="utf-8")
-    os.replace(tmp, planned.path)
+    _replace(planned.path, render(planned))
+
+
+def _replace(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 # --- the command ---------------------------------------------------------------------------
@@ -279,6 +334,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"where the CRDs go (default: ./{DEFAULT_OUTPUT})",
     )
     crd_parser.add_argument(
+        "--samples-dir",
+        type=Path,
+        default=DEFAULT_SAMPLES,
+        help="sample CRs whose fields of removed options are deleted "
+        f"(default: ./{DEFAULT_SAMPLES})",
+    )
+    crd_parser.add_argument(
         "--check",
         action="store_true",
         help="write nothing; exit 1 if any CRD on disk differs from what would be generated",
@@ -289,7 +351,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     prog = "ansible-operator generate crds"
     try:
-        result = plan(args.watches_file, args.output_dir)
+        result = plan(args.watches_file, args.output_dir, samples_dir=args.samples_dir)
     except GenerateError as err:
         print(f"{prog}: {err}", file=sys.stderr)
         return 1
@@ -297,9 +359,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.check:
         for line in result.skipped:
             print(f"skipped {line}", file=sys.stderr)
+        for line in result.warnings:
+            print(f"warning: {line}", file=sys.stderr)
     else:
-        if stale:
-            print(f"{prog} --check: {summary(stale)}", file=sys.stderr)
+        if stale or result.samples:
+            print(f"{prog} --check: {summary(stale, result.samples)}", file=sys.stderr)
             return 1
         print(f"{len(result.crds)} CRDs up to date")
         return 0
@@ -309,11 +373,15 @@ def run(args: argparse.Namespace) -> int:
             write(planned)
             state = "wrote" if planned.current is not None else "created"
         print(f"{state} {planned.path} (from {', '.join(planned.sources)})")
+    for sample in result.samples:
+        _replace(sample.path, sample.text)
+        print(f"pruned {sample.path}: removed {', '.join(sample.removed)} (no longer options)")
     return 0
 
 
-def summary(stale: list[PlannedCrd]) -> str:
-    """One line naming each out-of-date CRD and its first difference."""
+def summary(stale: list[PlannedCrd], stale_samples: Sequence[PlannedSample] = ()) -> str:
+    """One line naming each out-of-date CRD and its first difference, and each sample that
+    sets fields that are gone."""
     parts = []
     for planned in stale:
         if planned.current is None:
@@ -321,8 +389,8 @@ def summary(stale: list[PlannedCrd]) -> str:
         else:
             where = crds.first_difference(planned.current, planned.crd)
             parts.append(f"{planned.path} differs at {where}")
+    for sample in stale_samples:
+        parts.append(f"{sample.path} sets {', '.join(sample.removed)}, no longer options")
     sources = sorted({s for p in stale for s in p.sources})
-    return (
-        f"{len(stale)} CRD(s) out of date with {', '.join(sources)}: {'; '.join(parts)}; "
-        "run 'ansible-operator generate crds'"
-    )
+    what = f"{len(stale)} CRD(s) out of date with {', '.join(sources)}" if stale else "samples"
+    return f"{what}: {'; '.join(parts)}; run 'ansible-operator generate crds'"

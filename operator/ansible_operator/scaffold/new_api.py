@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from ansible_operator.core.watches import WatchesError, load_watches
-from ansible_operator.scaffold import crds, generate
+from ansible_operator.scaffold import crds, generate, project_file
 
 TEMPLATES = Path(__file__).parent / "templates" / "new_api"
 WATCH_MARKER = "# +kubebuilder:scaffold:watch"
@@ -55,6 +55,7 @@ class NewApi:
     kind: str
     plural: str
     playbook: bool
+    role: bool = True
 
     @property
     def api_version(self) -> str:
@@ -100,6 +101,7 @@ def resolve(
     plural: str | None,
     playbook: bool,
     project: Path,
+    role: bool = True,
 ) -> NewApi:
     """Validate the command line and derive the full group (see `add_parser` for the rules)."""
     if not _KIND.match(kind):
@@ -129,18 +131,15 @@ def resolve(
     chosen_plural = plural or crds.default_plural(kind)
     if not _PLURAL.match(chosen_plural):
         raise NewApiError(f"invalid plural {chosen_plural!r}: use a lowercase DNS label")
-    return NewApi(full_group, version, kind, chosen_plural, playbook)
+    return NewApi(full_group, version, kind, chosen_plural, playbook, role)
 
 
 def _project_domain(project: Path) -> str | None:
     """The `domain` of an Operator SDK PROJECT file, when there is one."""
-    path = project / "PROJECT"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return project_file.domain_of((project / "PROJECT").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
         return None
-    domain = data.get("domain") if isinstance(data, dict) else None
-    return str(domain) if domain else None
 
 
 # --- text edits of YAML files ---------------------------------------------------------------------
@@ -333,6 +332,19 @@ def _watched_kind(api: NewApi) -> str:
     return f"{{api_version: {api.api_version}, kind: {api.kind}}}"
 
 
+def _project_file_change(path: Path, api: NewApi) -> Change | None:
+    """The kind added to the resources of the PROJECT file, when there is one."""
+    if not path.is_file():
+        return None
+    try:
+        new = project_file.with_resource(
+            path.read_text(encoding="utf-8"), api.group, api.version, api.kind
+        )
+    except project_file.ProjectFileError as err:
+        raise NewApiError(str(err)) from None
+    return Change(path, new, created=False)
+
+
 def plan(project: Path, watches_file: Path, api: NewApi) -> list[Change]:
     """Every file new-api writes, checked against what exists; nothing is written here."""
     if not watches_file.is_file():
@@ -357,14 +369,17 @@ def plan(project: Path, watches_file: Path, api: NewApi) -> list[Change]:
 
     changes: list[Change] = []
     role_dir = project / "roles" / api.role_name
-    new_files = {
-        role_dir / "tasks/main.yml": "role/tasks/main.yml",
-        role_dir / "defaults/main.yml": "role/defaults/main.yml",
-        role_dir / "meta/main.yml": "role/meta/main.yml",
-        role_dir / "meta/argument_specs.yml": "role/meta/argument_specs.yml",
-        role_dir / "README.md": "role/README.md",
-        project / "config/samples" / api.sample_file: "sample.yaml",
-    }
+    new_files = {project / "config/samples" / api.sample_file: "sample.yaml"}
+    if api.role:
+        new_files.update(
+            {
+                role_dir / "tasks/main.yml": "role/tasks/main.yml",
+                role_dir / "defaults/main.yml": "role/defaults/main.yml",
+                role_dir / "meta/main.yml": "role/meta/main.yml",
+                role_dir / "meta/argument_specs.yml": "role/meta/argument_specs.yml",
+                role_dir / "README.md": "role/README.md",
+            }
+        )
     if api.playbook:
         new_files[project / "playbooks" / f"{api.role_name}.yml"] = "playbook.yml"
     scenario = project / "molecule" / api.role_name
@@ -381,7 +396,7 @@ def plan(project: Path, watches_file: Path, api: NewApi) -> list[Change]:
         for name in MOLECULE_COMMON:  # the harness this repository's scenarios use, as it is
             text = (TEMPLATES / "molecule/common" / name).read_text(encoding="utf-8")
             changes.append(Change(common / name, text, created=True))
-    for directory in (role_dir, scenario):
+    for directory in (role_dir, scenario) if api.role else (scenario,):
         if directory.exists():
             raise NewApiError(f"{_rel(directory, project)} already exists; new-api creates it")
     for path, template in new_files.items():
@@ -404,6 +419,7 @@ def plan(project: Path, watches_file: Path, api: NewApi) -> list[Change]:
         ),
         _rbac_change(project / "config/rbac/role.yaml", api),
         _molecule_vars_change(project / "molecule/common/vars.yml", api),
+        _project_file_change(project / "PROJECT", api),
     ):
         if maybe is not None:
             changes.append(maybe)
@@ -470,16 +486,42 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--version", required=True, help="API version, e.g. v1alpha1")
     parser.add_argument("--kind", required=True, help="kind, CamelCase, e.g. Memcached")
     parser.add_argument("--domain", help="appended to --group (as operator-sdk's init --domain)")
-    parser.add_argument("--plural", help="resource plural (default: lowercase kind + 's')")
+    parser.add_argument(
+        "--plural",
+        help="resource plural (default: the kind's English plural as kubebuilder makes it, "
+        "e.g. Policy: policies)",
+    )
+    parser.add_argument(
+        "--generate-role",
+        type=parse_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        metavar="true|false",
+        help="write roles/<kind>/ (default: true; --generate-role=false when you write the role)",
+    )
     parser.add_argument(
         "--generate-playbook",
-        action="store_true",
-        help="also write playbooks/<kind>.yml and point the watch at it instead of the role",
+        type=parse_bool,
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="true|false",
+        help="also write playbooks/<kind>.yml and point the watch at it instead of the role "
+        "(default: false)",
     )
     parser.add_argument(
         "--watches-file", type=Path, default=Path("watches.yaml"), help="default: ./watches.yaml"
     )
     parser.set_defaults(handler=run)
+
+
+def parse_bool(text: str) -> bool:
+    """Upstream's boolean flag values (`--generate-role=false`)."""
+    value = {"true": True, "false": False}.get(text.lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -494,7 +536,17 @@ def run(args: argparse.Namespace) -> int:
             plural=args.plural,
             playbook=args.generate_playbook,
             project=project,
+            role=args.generate_role,
         )
+    except NewApiError as err:
+        print(f"ansible-operator new-api: {err}", file=sys.stderr)
+        return 1
+    return run_resolved(project, watches_file, api)
+
+
+def run_resolved(project: Path, watches_file: Path, api: NewApi) -> int:
+    """Add `api` to the project; the command's output and exit code."""
+    try:
         report = apply(project, watches_file, api)
     except NewApiError as err:
         print(f"ansible-operator new-api: {err}", file=sys.stderr)

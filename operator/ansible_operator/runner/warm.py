@@ -1,0 +1,270 @@
+"""The warm runner: each run is a fork of a process that has already imported what runs need.
+
+`WarmRunner` is the cold runner (process.py) with one step changed: instead of starting a new
+`ansible-runner` process, it asks a fork server (forkserver.py) to fork one child for the run,
+which calls ansible-runner's entry point in-process with the same arguments, environment and
+working directory (warmrun.py). The input dir, the run lock, the events read from `job_events`,
+the outcome, the timeout and the kill of the whole process tree are the cold runner's own code.
+
+The server is replaced when it dies, when it does not answer a request in time, and after
+`max_runs` runs or once its resident memory passes `max_rss` bytes; a replaced server finishes
+the runs it forked before it exits. A run whose server dies under it is stopped (its processes
+carry the run's marker) and reported as a Failure saying so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ansible_operator.runner import proctitle, proctree
+from ansible_operator.runner.process import ColdRunner
+from ansible_operator.runner.types import RunnerError
+
+MAX_RUNS_PER_SERVER = 500
+MAX_SERVER_RSS = 512 * 1024 * 1024
+REPLY_TIMEOUT = 120.0  # seconds for a (possibly just started, importing) server to fork a run
+_POLL = 0.02
+WARM_POLL_INTERVAL = 0.05  # seconds between looks at a run's events and end (cold: 0.15)
+PIPELINING_ENV = "ANSIBLE_PIPELINING"  # set for warm runs unless the environment sets it
+
+
+class ForkServerLost(RunnerError):
+    """The fork server did not answer or died; one clear line."""
+
+
+class ForkedRun:
+    """A run forked by the fork server, with the parts of asyncio's Process the runner uses.
+
+    The server reports the run's end on `conn`; `returncode` reads it without blocking (negative:
+    killed by that signal). If the server goes away first, the run's processes are killed and
+    `server_lost` is set.
+    """
+
+    def __init__(self, conn: socket.socket, pid: int, marker: str, buffer: bytes) -> None:
+        self.conn = conn
+        self.pid = pid
+        self.marker = marker
+        self.server_lost = False
+        self._buffer = buffer
+        self._returncode: int | None = None
+
+    @property
+    def returncode(self) -> int | None:
+        if self._returncode is None:
+            self._poll()
+        return self._returncode
+
+    def _poll(self) -> None:
+        closed = False
+        try:
+            while chunk := self.conn.recv(4096):
+                self._buffer += chunk
+            closed = True
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed = True
+        if b"\n" in self._buffer:
+            reply = json.loads(self._buffer.split(b"\n", 1)[0])
+            self._returncode = os.waitstatus_to_exitcode(int(reply["status"]))
+            self.conn.close()
+        elif closed:
+            self._lost()
+
+    def _lost(self) -> None:
+        self.server_lost = True
+        proctree.kill_run_now(self.pid, self.marker)
+        self._returncode = -signal.SIGKILL
+        self.conn.close()
+
+    async def wait(self) -> int:
+        while self.returncode is None:
+            await asyncio.sleep(_POLL)
+        return self._returncode  # type: ignore[return-value]
+
+
+class ForkServer:
+    """Starts, feeds and replaces the fork server process; one per WarmRunner."""
+
+    def __init__(
+        self,
+        environ: Mapping[str, str] | None = None,
+        *,
+        python: str = sys.executable,
+        max_runs: int = MAX_RUNS_PER_SERVER,
+        max_rss: int = MAX_SERVER_RSS,
+        reply_timeout: float = REPLY_TIMEOUT,
+    ) -> None:
+        self.environ = dict(os.environ if environ is None else environ)
+        self.python = python
+        self.max_runs = max_runs
+        self.max_rss = max_rss
+        self.reply_timeout = reply_timeout
+        self.process: subprocess.Popen[bytes] | None = None
+        self.control: socket.socket | None = None
+        self.runs = 0  # forked by the current server
+        self.started = 0  # servers started so far
+
+    def start(self) -> None:
+        """Start the server now if none is usable (it imports in the background)."""
+        if self.process is not None and self.process.poll() is None and not self._worn_out():
+            return
+        self.close()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        command = [self.python, "-m", "ansible_operator.runner.forkserver", str(theirs.fileno())]
+        try:
+            with theirs:
+                self.process = subprocess.Popen(
+                    [*command, proctitle.room_arg()],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    env=proctitle.room_environ(self.environ),
+                    pass_fds=(theirs.fileno(),),
+                    start_new_session=True,
+                )
+        except OSError as err:
+            ours.close()
+            raise RunnerError(f"cannot start the warm runner's fork server: {err}") from err
+        self.control = ours
+        self.runs = 0
+        self.started += 1
+
+    def close(self) -> None:
+        """Let the server go: it exits once the runs it forked have ended."""
+        if self.process is not None and self.process.stdin is not None:
+            self.process.stdin.close()
+        if self.control is not None:
+            self.control.close()
+        self.process = None
+        self.control = None
+
+    def kill(self) -> None:
+        """Kill the server at once (its runs are reported lost by their ForkedRun)."""
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+            self.process.wait()
+        self.close()
+
+    async def fork(
+        self, argv: list[str], env: Mapping[str, str], marker: str, output: int, lock: int
+    ) -> ForkedRun:
+        """Fork one run; a server that does not answer is replaced and asked once more."""
+        request = json.dumps(
+            {"argv": argv, "env": dict(env), "cwd": os.getcwd(), "marker": marker}
+        ).encode()
+        for attempt in (1, 2):
+            self.start()
+            try:
+                return await self._fork_once(request + b"\n", marker, output, lock)
+            except ForkServerLost:
+                self.kill()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _fork_once(self, request: bytes, marker: str, output: int, lock: int) -> ForkedRun:
+        assert self.control is not None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        with theirs:
+            try:
+                socket.send_fds(self.control, [b"r"], [theirs.fileno(), output, lock])
+            except OSError as err:
+                ours.close()
+                raise ForkServerLost(f"the warm runner's fork server is gone: {err}") from err
+        ours.setblocking(False)
+        try:
+            loop = asyncio.get_running_loop()
+            await asyncio.wait_for(loop.sock_sendall(ours, request), self.reply_timeout)
+            buffer = await self._read_line(ours)
+        except BaseException:
+            ours.close()
+            proctree.kill_run_now(None, marker)  # in case it was forked already
+            raise
+        line, _, rest = buffer.partition(b"\n")
+        reply = json.loads(line)
+        if "pid" not in reply:
+            ours.close()
+            raise RunnerError(f"the warm runner's fork server refused a run: {reply.get('error')}")
+        self.runs += 1
+        return ForkedRun(ours, int(reply["pid"]), marker, rest)
+
+    async def _read_line(self, conn: socket.socket) -> bytes:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.reply_timeout
+        buffer = b""
+        while b"\n" not in buffer:
+            try:
+                chunk = conn.recv(4096)
+            except BlockingIOError:
+                if loop.time() >= deadline:
+                    raise ForkServerLost(
+                        f"the warm runner's fork server did not answer in {self.reply_timeout:g}s"
+                    ) from None
+                await asyncio.sleep(_POLL)
+                continue
+            except OSError as err:
+                raise ForkServerLost(f"the warm runner's fork server is gone: {err}") from err
+            if not chunk:
+                raise ForkServerLost("the warm runner's fork server closed the connection")
+            buffer += chunk
+        return buffer
+
+    def _worn_out(self) -> bool:
+        if self.runs >= self.max_runs:
+            return True
+        assert self.process is not None
+        return _rss(self.process.pid) > self.max_rss
+
+
+def _rss(pid: int) -> int:
+    """Resident memory of a process in bytes (0 if unknown)."""
+    try:
+        with open(f"/proc/{pid}/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class WarmRunner(ColdRunner):
+    """A `Runner` whose runs are forks of a warm fork server; see the module docstring.
+
+    Takes the ColdRunner's arguments; `server` is the ForkServer to use (None: a new one whose
+    runs start from `environ`'s settings). Call `close()` when done with it.
+    """
+
+    def __init__(self, *, server: ForkServer | None = None, **kwargs: Any) -> None:
+        # Warm runs take a fraction of a second: the end of one is noticed sooner.
+        kwargs.setdefault("poll_interval", WARM_POLL_INTERVAL)
+        super().__init__(**kwargs)
+        self.server = server or ForkServer(self.environ)
+
+    def start(self) -> None:
+        """Start the fork server ahead of the first run."""
+        self.server.start()
+
+    def close(self) -> None:
+        self.server.close()
+
+    async def _spawn(  # type: ignore[override]
+        self, command: list[str], env: dict[str, str], output_path: Path, marker: str, lock: int
+    ) -> ForkedRun:
+        # Modules reach warmexec.py only when pipelined (their payload on stdin).
+        env = {PIPELINING_ENV: "True", **env}
+        with open(output_path, "wb") as output:
+            return await self.server.fork(command, env, marker, output.fileno(), lock)
+
+    def _end_reason(self, proc: Any) -> str | None:
+        if isinstance(proc, ForkedRun) and proc.server_lost:
+            return "the warm runner's fork server died during the Ansible run, which was stopped"
+        return super()._end_reason(proc)

@@ -1,0 +1,220 @@
+"""Module tasks on localhost without a new interpreter: the warm runs' `local` connection.
+
+With pipelining, Ansible runs a Python module on the local connection as `/bin/sh -c
+'[VAR=value ...] <python> && sleep 0'` with the AnsiballZ payload on stdin. When `<python>` is
+this very interpreter (the inventory's default: Ansible's own Python), the payload runs in a fork
+of the calling Ansible worker instead: that process has imported Ansible, the Kubernetes client
+and, after the first task, the collections' module utilities. The fork gets the payload's stdin,
+stdout and stderr on pipes and its exit status goes back as the command's; it is a copy, so
+nothing a module changes (its arguments in `basic._ANSIBLE_ARGS`, caches, the environment, the
+working directory) outlives it. Anything else (become, other commands, another Python) goes to
+the builtin local connection unchanged.
+
+`install()` patches the builtin `local` connection class, in the process of a warm run only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import importlib.machinery
+import io
+import os
+import selectors
+import shlex
+import signal
+import sys
+import zipimport
+from typing import Any
+
+from ansible_operator.runner import proctitle
+
+# The process exit status the fork gets when running the payload itself raised.
+_PAYLOAD_CRASH_STATUS = 1
+_ASSIGNMENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+IN_PROCESS_ENV = "ANSIBLE_OPERATOR_WARM_MODULE"
+"""Set in the environment of a module run in-process, so a test can tell how it ran."""
+
+
+def install() -> None:
+    """Make the builtin `local` connection run this interpreter's Python modules in forks."""
+    from ansible.plugins.connection import local
+
+    builtin = local.Connection.exec_command
+    if getattr(builtin, "warm", False):
+        return
+
+    def exec_command(
+        self: Any, cmd: str, in_data: bytes | None = None, sudoable: bool = True
+    ) -> tuple[int, bytes, bytes]:
+        assignments = in_process_command(cmd, sys.executable)
+        if assignments is None or not in_data or (self.become is not None and sudoable):
+            return builtin(self, cmd, in_data=in_data, sudoable=sudoable)
+        # What the builtin does before running anything (connect, display the command).
+        super(local.Connection, self).exec_command(cmd, in_data=in_data, sudoable=sudoable)
+        local.display.vvv(f"EXEC (in-process) {cmd}", host=self._play_context.remote_addr)
+        return run_payload(in_data, assignments)
+
+    exec_command.warm = True  # type: ignore[attr-defined]
+    local.Connection.exec_command = exec_command
+
+
+def in_process_command(cmd: str | bytes, python: str) -> dict[str, str] | None:
+    """The variables to set if `cmd` is a pipelined run of `python`, else None.
+
+    Accepts exactly `/bin/sh -c '[NAME=value ...] <python> && sleep 0'` (any shell path), where
+    `<python>` names the same file as `python` in the same directory (a venv's python3 beside its
+    python, not another venv's).
+    """
+    if isinstance(cmd, bytes):
+        cmd = cmd.decode("utf-8", errors="surrogateescape")
+    try:
+        outer = shlex.split(cmd)
+        if len(outer) != 3 or outer[1] != "-c":
+            return None
+        inner = shlex.split(outer[2])
+    except ValueError:
+        return None
+    if inner[-3:] != ["&&", "sleep", "0"] or len(inner) < 4:
+        return None
+    *assignment_words, interpreter = inner[:-3]
+    assignments: dict[str, str] = {}
+    for word in assignment_words:
+        name, sep, value = word.partition("=")
+        if not sep or not name or not set(name) <= _ASSIGNMENT_CHARS or name[0].isdigit():
+            return None
+        assignments[name] = value
+    if not _same_python(interpreter, python):
+        return None
+    return assignments
+
+
+def _same_python(interpreter: str, python: str) -> bool:
+    if not os.path.isabs(interpreter):
+        return False
+    if os.path.dirname(os.path.abspath(interpreter)) != os.path.dirname(os.path.abspath(python)):
+        return False
+    try:
+        return os.path.samefile(interpreter, python)
+    except OSError:
+        return False
+
+
+def run_payload(payload: bytes, assignments: dict[str, str]) -> tuple[int, bytes, bytes]:
+    """Run an AnsiballZ payload in a fork of this process; returns (status, stdout, stderr).
+
+    The child's stdin is empty, as for `python -` once it has read the payload."""
+    stdin_r, stdin_w = os.pipe()
+    os.close(stdin_w)
+    stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _payload_child(payload, assignments, stdin_r, stdout_w, stderr_w)  # never returns
+    for fd in (stdin_r, stdout_w, stderr_w):
+        os.close(fd)
+    stdout, stderr = _read_both(stdout_r, stderr_r)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), stdout, stderr
+
+
+def _payload_child(
+    payload: bytes, assignments: dict[str, str], stdin: int, stdout: int, stderr: int
+) -> None:
+    code = _PAYLOAD_CRASH_STATUS
+    try:
+        os.dup2(stdin, 0)
+        os.dup2(stdout, 1)
+        os.dup2(stderr, 2)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        as_new_interpreter()
+        os.environ.update(assignments)
+        os.environ[IN_PROCESS_ENV] = "1"
+        with contextlib.suppress(RuntimeError):  # then /proc shows the worker's: same marker
+            proctitle.show_as([sys.executable], os.environ)
+        sys.argv = ["-"]  # as `python -`; two arguments would select AnsiballZ's debug mode
+        sys.meta_path.append(PayloadFinder())
+        namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+        try:
+            exec(compile(payload, "<AnsiballZ>", "exec"), namespace)
+            code = 0
+        except SystemExit as exit_:
+            code = exit_code(exit_)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+class PayloadFinder(importlib.abc.MetaPathFinder):
+    """Finds the `ansible.*` modules only the payload's zip has: a role's `library/` modules and
+    `module_utils/`. The worker's `ansible` package (already imported, from the same install as
+    the payload's) serves the rest; a new interpreter would have taken the whole package from
+    the zip that AnsiballZ puts first on sys.path."""
+
+    def find_spec(
+        self, fullname: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if not fullname.startswith("ansible."):
+            return None
+        package_dir = fullname.rpartition(".")[0].replace(".", "/")
+        for entry in sys.path:
+            if not entry.endswith(".zip"):
+                continue
+            try:
+                spec = zipimport.zipimporter(f"{entry}/{package_dir}").find_spec(fullname)
+            except zipimport.ZipImportError:
+                continue
+            if spec is not None:
+                return spec
+        return None
+
+
+def as_new_interpreter() -> None:
+    """Signal dispositions and sys.std* objects as a new Python has them, in a fresh fork."""
+    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), errors="surrogateescape")
+    sys.stdout = io.TextIOWrapper(
+        io.FileIO(1, "w", closefd=False), line_buffering=True, errors="surrogateescape"
+    )
+    sys.stderr = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False), line_buffering=True, errors="backslashreplace"
+    )
+
+
+def exit_code(exit_: SystemExit) -> int:
+    """The process exit status `sys.exit()` would give for this SystemExit."""
+    if exit_.code is None:
+        return 0
+    if isinstance(exit_.code, int):
+        return exit_.code
+    print(exit_.code, file=sys.stderr)
+    return 1
+
+
+def _read_both(stdout: int, stderr: int) -> tuple[bytes, bytes]:
+    """Read the child's stdout and stderr to their ends."""
+    out: dict[int, list[bytes]] = {stdout: [], stderr: []}
+    with selectors.DefaultSelector() as selector:
+        selector.register(stdout, selectors.EVENT_READ)
+        selector.register(stderr, selectors.EVENT_READ)
+        while selector.get_map():
+            for key, _ in selector.select():
+                chunk = os.read(key.fd, 65536)
+                if chunk:
+                    out[key.fd].append(chunk)
+                else:
+                    selector.unregister(key.fd)
+                    os.close(key.fd)
+    return b"".join(out[stdout]), b"".join(out[stderr])

@@ -1,0 +1,108 @@
+"""One warm run, inside the child the fork server forked for it: `ansible-runner run` in-process.
+
+The child takes the run's environment, working directory and process marker, then calls
+ansible-runner's own command-line entry point with the cold runner's arguments, so the input dir,
+`job_events`, artifacts and rotation are ansible-runner's own work, as in a cold run. Only its
+start of `ansible-playbook` changes: pexpect still forks the child on a pseudo-terminal, but
+that child runs ansible-playbook's CLI in-process instead of exec-ing a new interpreter. Ansible
+itself is first imported there, in the run's environment, so ansible.cfg and every ANSIBLE_*
+variable are read per run. Module tasks on localhost then run in forks of Ansible's worker
+processes (warmexec.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_operator.runner import proctitle, warmexec
+from ansible_operator.runner.warmexec import as_new_interpreter, exit_code
+
+
+def run(request: Mapping[str, Any], lock: int) -> int:
+    """Run ansible-runner for `request` (argv, env, cwd) here; returns its exit status.
+
+    `lock` is the run lock's descriptor, held open for the whole run, as ansible-runner holds it
+    in a cold run."""
+    del lock  # held by being open; inherited by nothing but this process, as in a cold run
+    argv = [str(a) for a in request["argv"]]
+    _take_environment(request["env"])
+    proctitle.show_as(argv, os.environ)  # after os.environ let go of the exec-time strings
+    os.chdir(str(request["cwd"]))
+    as_new_interpreter()
+    import pexpect
+
+    pexpect.spawn = _in_process_spawn_class(pexpect.spawn)  # type: ignore[misc]
+    from ansible_runner.__main__ import main
+
+    sys.argv = argv
+    try:
+        return int(main(argv[1:]) or 0)
+    except SystemExit as exit_:
+        return exit_code(exit_)
+
+
+def _take_environment(env: Mapping[str, str]) -> None:
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in env.items()})
+
+
+def _in_process_spawn_class(base: type) -> type:
+    """pexpect.spawn, but `ansible-playbook` runs in the forked child instead of being exec-ed."""
+
+    class InProcessSpawn(base):  # type: ignore[valid-type,misc]
+        def _spawn(
+            self,
+            command: str,
+            args: list[str] | None = None,
+            preexec_fn: Any = None,
+            dimensions: Any = None,
+        ) -> Any:
+            args = list(args or [])
+            if os.path.basename(command) == "ansible-playbook":
+                argv = [command, *args]
+                env = self.env if self.env is not None else os.environ
+                previous = preexec_fn
+
+                def run_playbook() -> None:
+                    if previous is not None:
+                        previous()
+                    _playbook_child(argv, dict(env))
+
+                preexec_fn = run_playbook
+            return super()._spawn(command, args, preexec_fn, dimensions)
+
+    return InProcessSpawn
+
+
+def _playbook_child(argv: list[str], env: dict[str, str]) -> None:
+    """In the pseudo-terminal's child: ansible-playbook's CLI, then exit (never returns)."""
+    code = 1
+    try:
+        # ptyprocess's child left open its pipe that reports a failed exec; a run never execs,
+        # so it closes here and the parent carries on.
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        as_new_interpreter()  # SIGHUP stays ignored, as pexpect asked
+        _take_environment(env)
+        proctitle.show_as(argv, os.environ)
+        sys.argv = argv
+        warmexec.install()
+        from ansible.cli.playbook import main
+
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as exit_:
+            code = exit_code(exit_)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)

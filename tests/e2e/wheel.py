@@ -1,0 +1,43 @@
+"""The package as a user gets it: the wheel built from this repository, installed into a fresh
+virtualenv (no system site-packages), and a clean environment to run its tools in."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+    assert proc.returncode == 0, f"{argv}: {proc.returncode}\n{proc.stdout[-5000:]}{proc.stderr}"
+    return proc
+
+
+def wheel_venv(work: Path, extras: str = "") -> Path:
+    """A fresh virtualenv in `work` with only the built wheel (`[extras]` too) installed."""
+    # The sources the build needs (as the Dockerfile copies them), without the egg-info an
+    # editable install leaves: its SOURCES.txt would add files the package data may lack.
+    shutil.copy(REPO / "pyproject.toml", work / "pyproject.toml")
+    leftovers = shutil.ignore_patterns("*.egg-info", "__pycache__")
+    shutil.copytree(REPO / "operator", work / "operator", ignore=leftovers)
+    # sdist, then the wheel from it: the wheel holds only what the sdist carries.
+    run([sys.executable, "-m", "build", "--outdir", str(work / "dist"), str(work)], timeout=900)
+    (wheel,) = (work / "dist").glob("*.whl")
+    run([sys.executable, "-m", "venv", str(work / "venv")], timeout=300)
+    requirement = f"{wheel}[{extras}]" if extras else str(wheel)
+    run([str(work / "venv/bin/pip"), "install", "--quiet", requirement], timeout=1800)
+    return work / "venv"
+
+
+def user_env(venv: Path, home: Path) -> dict[str, str]:
+    """Only the virtualenv's tools and the system's, a private HOME, no ANSIBLE_* variable."""
+    return {
+        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "ANSIBLE_NOCOLOR": "1",
+    }

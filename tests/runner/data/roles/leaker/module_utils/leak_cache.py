@@ -1,0 +1,3 @@
+"""A module-level cache, as module utilities often keep: it must start empty in every module run."""
+
+SEEN: list[str] = []

@@ -1,0 +1,167 @@
+"""What the warm runner must keep of a cold run (isolation, per-run settings) and how it recovers
+(a run's process killed, the fork server killed or worn out). Tests that hold for both runners
+take the parametrised `runner` fixture."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ansible_operator.runner import ColdRunner, RunResult
+from ansible_operator.runner.warm import ForkServer, WarmRunner
+
+from .runs import DATA, PLAYBOOKS, ROLES, TAG_ENV, MakeRequest, tagged_processes
+
+
+def run(runner: ColdRunner, request: Any) -> RunResult:
+    return asyncio.run(runner.run(request))
+
+
+@pytest.fixture
+def warm() -> Iterator[WarmRunner]:
+    runner = WarmRunner(kill_grace=2.0)
+    try:
+        yield runner
+    finally:
+        runner.server.kill()
+
+
+def test_nothing_a_role_leaves_behind_reaches_the_next_task_or_run(
+    runner: ColdRunner, make_request: MakeRequest
+) -> None:
+    seen = []
+    for _ in range(2):
+        result = run(runner, make_request(role=str(ROLES / "leaker"), skip_facts=True))
+        assert result.ok, result.outcome.failures
+        seen.append(result.outcome.artifact_data)
+    assert seen[0] == seen[1]  # the second run saw exactly what the first did
+    first, second = seen[0]["first"], seen[0]["second"]
+    warm = isinstance(runner, WarmRunner)
+    for module_run in (first, second):
+        assert module_run["cache_size"] == 1  # the module_utils cache started empty
+        assert module_run["leaked_env"] == ""
+        assert module_run["cwd"] != "/"
+        # In-process: a fork of Ansible's worker, not a new interpreter (the builtin `local`).
+        assert module_run["in_process"] is warm
+        assert module_run["controller_loaded"] is warm
+    assert (first["task_env"], second["task_env"]) == ("set", "")
+    assert seen[0]["filter"] == {"calls": 1, "leaked_env": "", "cwd_is_root": False}
+
+
+def test_each_run_reads_its_own_ansible_settings(
+    runner: ColdRunner, make_request: MakeRequest
+) -> None:
+    # ANSIBLE_ROLES_PATH is read when Ansible is imported: a warm run must import it anew.
+    for which in ("a", "b", "a"):
+        request = make_request(
+            playbook=str(PLAYBOOKS / "include_probe.yml"),
+            extra_env={"ANSIBLE_ROLES_PATH": str(DATA / f"roles_{which}")},
+        )
+        result = run(runner, request)
+        assert result.ok, result.outcome.failures
+        assert result.outcome.artifact_data == {"roles_path_seen": which}
+
+
+def test_a_run_whose_process_is_killed_fails_saying_so_and_the_next_run_works(
+    runner: ColdRunner, make_request: MakeRequest
+) -> None:
+    request = make_request(role=str(ROLES / "sleeper"), skip_facts=True)
+    tag = request.extra_env[TAG_ENV]
+
+    async def main() -> RunResult:
+        task = asyncio.create_task(runner.run(request))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 120
+        while not any(proc.cmdline == "sleep 600" for proc in tagged_processes(tag)):
+            assert not task.done(), "the run ended before its sleep started"
+            assert loop.time() < deadline, "the sleep task never started"
+            await asyncio.sleep(0.05)
+        [top] = [p for p in tagged_processes(tag) if "ansible-runner run" in p.cmdline]
+        os.kill(top.pid, signal.SIGKILL)  # what the out-of-memory killer does
+        return await task
+
+    result = asyncio.run(main())
+    assert not result.ok and result.rc == -signal.SIGKILL
+    assert "killed by SIGKILL" in result.outcome.failures[-1].message
+    assert tagged_processes(tag) == []  # the rest of the run was stopped too
+    after = run(runner, make_request(playbook=str(PLAYBOOKS / "one_debug.yml")))
+    assert after.ok, after.outcome.failures
+
+
+def test_a_killed_fork_server_is_replaced(warm: WarmRunner, make_request: MakeRequest) -> None:
+    assert run(warm, make_request(playbook=str(PLAYBOOKS / "one_debug.yml"))).ok
+    assert warm.server.process is not None
+    warm.server.process.kill()
+    warm.server.process.wait()
+    result = run(warm, make_request(playbook=str(PLAYBOOKS / "one_debug.yml")))
+    assert result.ok, result.outcome.failures
+    assert warm.server.started == 2
+
+
+def test_a_run_whose_fork_server_dies_fails_saying_so(
+    warm: WarmRunner, make_request: MakeRequest
+) -> None:
+    request = make_request(role=str(ROLES / "sleeper"), skip_facts=True)
+    tag = request.extra_env[TAG_ENV]
+
+    async def main() -> RunResult:
+        task = asyncio.create_task(warm.run(request))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 120
+        while not any(proc.cmdline == "sleep 600" for proc in tagged_processes(tag)):
+            assert not task.done(), "the run ended before its sleep started"
+            assert loop.time() < deadline, "the sleep task never started"
+            await asyncio.sleep(0.05)
+        assert warm.server.process is not None
+        warm.server.process.kill()
+        return await task
+
+    result = asyncio.run(main())
+    assert not result.ok
+    assert "fork server died" in result.outcome.failures[-1].message
+    assert tagged_processes(tag) == []
+    assert run(warm, make_request(playbook=str(PLAYBOOKS / "one_debug.yml"))).ok
+
+
+def test_the_fork_server_is_recycled_after_its_runs_and_finishes_them(
+    make_request: MakeRequest, tmp_path: Path
+) -> None:
+    warm = WarmRunner(server=ForkServer(max_runs=1))
+
+    async def main() -> list[RunResult]:
+        # The second run replaces the server while the first still runs on the old one.
+        first = asyncio.create_task(
+            warm.run(make_request(playbook=str(PLAYBOOKS / "sleep_briefly.yml")))
+        )
+        while warm.server.runs == 0:
+            await asyncio.sleep(0.05)
+        second = make_request(
+            playbook=str(PLAYBOOKS / "one_debug.yml"), private_data_dir=tmp_path / "other"
+        )
+        return [await warm.run(second), await first]
+
+    try:
+        results = asyncio.run(main())
+        assert [r.ok for r in results] == [True, True], [r.outcome.failures for r in results]
+        assert (warm.server.started, warm.server.runs) == (2, 1)
+    finally:
+        warm.server.kill()
+
+
+def test_a_hung_fork_server_is_replaced(make_request: MakeRequest) -> None:
+    warm = WarmRunner(server=ForkServer(reply_timeout=30.0))
+    try:
+        assert run(warm, make_request(playbook=str(PLAYBOOKS / "one_debug.yml"))).ok
+        assert warm.server.process is not None
+        os.kill(warm.server.process.pid, signal.SIGSTOP)  # alive, answering nothing
+        result = run(warm, make_request(playbook=str(PLAYBOOKS / "one_debug.yml")))
+        assert result.ok, result.outcome.failures
+        assert warm.server.started == 2
+    finally:
+        warm.server.kill()

@@ -1,0 +1,1 @@
+"""The fault suite (`make soak`): see suite.py."""
