@@ -15,7 +15,6 @@ from pathlib import Path
 import yaml
 
 from ansible_operator.dev import launcher, molecule
-from ansible_operator.dev import run as dev_run
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -81,6 +80,10 @@ def _run(args: argparse.Namespace) -> int:
         return _fail(
             "run", "watches.yaml has no kinds yet: add one with `ansible-operator new-api`"
         )
+    # Imported here: its API client (aiohttp) would double the start-up of `dev operator`, which
+    # molecule's create.yml and destroy.yml call several times per scenario.
+    from ansible_operator.dev import run as dev_run
+
     return dev_run.run(project, args.namespace, args.kubeconfig)
 
 
