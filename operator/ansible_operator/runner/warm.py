@@ -155,6 +155,8 @@ class ForkServer:
         """Let the server go: it exits once the runs it forked have ended."""
         if self.process is not None and self.process.stdin is not None:
             self.process.stdin.close()
+        if self.process is not None and self.process.poll() is not None and self.module_cache:
+            shutil.rmtree(self.module_cache, ignore_errors=True)  # dead: it could not remove it
         if self.control is not None:
             self.control.close()
         self.process = None
@@ -166,8 +168,6 @@ class ForkServer:
             with contextlib.suppress(ProcessLookupError):
                 self.process.kill()
             self.process.wait()
-            if self.module_cache is not None:  # the server had no chance to remove it
-                shutil.rmtree(self.module_cache, ignore_errors=True)
         self.close()
 
     async def fork(
