@@ -165,3 +165,81 @@ def test_a_hung_fork_server_is_replaced(make_request: MakeRequest) -> None:
         assert warm.server.started == 2
     finally:
         warm.server.kill()
+
+
+def _write_versioned_role(role: Path, module_version: str, utils_version: str) -> None:
+    """A role whose `library/` module reports its own version and its module_utils' version."""
+    (role / "tasks").mkdir(parents=True, exist_ok=True)
+    (role / "library").mkdir(exist_ok=True)
+    (role / "module_utils").mkdir(exist_ok=True)
+    (role / "tasks" / "main.yml").write_text(
+        "- versioned:\n  register: seen\n"
+        "- set_stats:\n    data:\n      versions: '{{ seen.versions }}'\n"
+    )
+    (role / "library" / "versioned.py").write_text(
+        "from ansible.module_utils.basic import AnsibleModule\n"
+        "from ansible.module_utils.versioned_utils import UTILS_VERSION\n"
+        "module = AnsibleModule(argument_spec={})\n"
+        f"module.exit_json(versions=['{module_version}', UTILS_VERSION])\n"
+    )
+    (role / "module_utils" / "versioned_utils.py").write_text(
+        f"UTILS_VERSION = '{utils_version}'\n"
+    )
+
+
+def test_an_edited_role_module_or_module_util_is_packaged_anew(
+    warm: WarmRunner, make_request: MakeRequest, tmp_path: Path
+) -> None:
+    role = tmp_path / "versioned"
+
+    def versions_seen() -> list[str]:
+        result = run(warm, make_request(role=str(role), skip_facts=True))
+        assert result.ok, result.outcome.failures
+        return list(result.outcome.artifact_data["versions"])
+
+    _write_versioned_role(role, "m1", "u1")
+    assert versions_seen() == ["m1", "u1"]
+    _write_versioned_role(role, "m2", "u1")
+    assert versions_seen() == ["m2", "u1"]
+    _write_versioned_role(role, "m2", "u2")
+    assert versions_seen() == ["m2", "u2"]
+
+
+def test_an_unchanged_module_is_taken_from_the_kept_packages(
+    warm: WarmRunner, make_request: MakeRequest
+) -> None:
+    def kept_packages() -> dict[str, int]:
+        assert warm.server.module_cache is not None
+        kept = Path(warm.server.module_cache).iterdir()
+        return {entry.name: entry.stat().st_ino for entry in kept if not entry.name.startswith(".")}
+
+    request = make_request(role=str(ROLES / "leaker"), skip_facts=True)
+    assert run(warm, request).ok
+    first = kept_packages()
+    assert len(first) == 1  # the role's one module
+    assert run(warm, make_request(role=str(ROLES / "leaker"), skip_facts=True)).ok
+    assert kept_packages() == first  # read, not packaged and written again
+
+
+def test_the_kept_packages_go_with_their_fork_server(
+    warm: WarmRunner, make_request: MakeRequest
+) -> None:
+    assert run(warm, make_request(role=str(ROLES / "leaker"), skip_facts=True)).ok
+    killed = warm.server.module_cache
+    assert killed is not None and Path(killed).is_dir()
+    warm.server.kill()
+    assert not Path(killed).exists()
+    assert run(warm, make_request(role=str(ROLES / "leaker"), skip_facts=True)).ok
+    died = warm.server.module_cache
+    assert warm.server.process is not None and died is not None and died != killed
+    warm.server.process.kill()  # from outside: replaced at the next run
+    warm.server.process.wait()
+    assert run(warm, make_request(role=str(ROLES / "leaker"), skip_facts=True)).ok
+    assert not Path(died).exists()
+    let_go = warm.server.module_cache
+    assert let_go is not None and let_go != died
+    process = warm.server.process
+    assert process is not None
+    warm.server.close()
+    process.wait(timeout=60)
+    assert not Path(let_go).exists()
