@@ -175,8 +175,10 @@ def test_missing_stats_event_is_a_failure_with_the_output_tail(
 def _watch_run(tag: str, seen: dict[int, Proc]) -> asyncio.Task[None]:
     async def watch() -> None:
         while True:
+            # The latest view of each process: a fork shows its parent's command line until it
+            # execs or (warm runs) renames itself.
             for proc in tagged_processes(tag):
-                seen.setdefault(proc.pid, proc)
+                seen[proc.pid] = proc
             await asyncio.sleep(0.05)
 
     return asyncio.create_task(watch())
