@@ -25,12 +25,11 @@ import shlex
 import signal
 import sys
 import zipimport
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from ansible_operator.runner import proctitle
 
-# The process exit status the fork gets when running the payload itself raised.
-_PAYLOAD_CRASH_STATUS = 1
 _ASSIGNMENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 IN_PROCESS_ENV = "ANSIBLE_OPERATOR_WARM_MODULE"
 """Set in the environment of a module run in-process, so a test can tell how it ran."""
@@ -123,8 +122,7 @@ def run_payload(payload: bytes, assignments: dict[str, str]) -> tuple[int, bytes
 def _payload_child(
     payload: bytes, assignments: dict[str, str], stdin: int, stdout: int, stderr: int
 ) -> None:
-    code = _PAYLOAD_CRASH_STATUS
-    try:
+    def module() -> None:
         os.dup2(stdin, 0)
         os.dup2(stdout, 1)
         os.dup2(stderr, 2)
@@ -137,8 +135,19 @@ def _payload_child(
         sys.argv = ["-"]  # as `python -`; two arguments would select AnsiballZ's debug mode
         sys.meta_path.append(PayloadFinder())
         namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+        exec(compile(payload, "<AnsiballZ>", "exec"), namespace)
+
+    run_as_program(module)
+
+
+def run_as_program(program: Callable[[], object]) -> NoReturn:
+    """Run `program` as the whole of a forked child: its `SystemExit` is the exit status, any
+    other exception is printed and exits 1. Never returns: `os._exit`, so nothing
+    of the parent (atexit hooks, buffered output, the event loop) runs again in the child."""
+    code = 1
+    try:
         try:
-            exec(compile(payload, "<AnsiballZ>", "exec"), namespace)
+            program()
             code = 0
         except SystemExit as exit_:
             code = exit_code(exit_)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_operator.runner import ansiballzcache, proctitle, warmexec
-from ansible_operator.runner.warmexec import as_new_interpreter, exit_code
+from ansible_operator.runner.warmexec import as_new_interpreter, exit_code, run_as_program
 
 
 def run(request: Mapping[str, Any], lock: int) -> int:
@@ -79,8 +79,8 @@ def _in_process_spawn_class(base: type) -> type:
 
 def _playbook_child(argv: list[str], env: dict[str, str]) -> None:
     """In the pseudo-terminal's child: ansible-playbook's CLI, then exit (never returns)."""
-    code = 1
-    try:
+
+    def playbook() -> None:
         # ptyprocess's child left open its pipe that reports a failed exec; a run never execs,
         # so it closes here and the parent carries on.
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
@@ -92,18 +92,6 @@ def _playbook_child(argv: list[str], env: dict[str, str]) -> None:
         ansiballzcache.install()
         from ansible.cli.playbook import main
 
-        try:
-            main(argv)
-            code = 0
-        except SystemExit as exit_:
-            code = exit_code(exit_)
-    except BaseException:
-        import traceback
+        main(argv)
 
-        traceback.print_exc()
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+    run_as_program(playbook)
