@@ -22,6 +22,7 @@ import os
 import platform
 import queue
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -397,6 +398,9 @@ def run(args: argparse.Namespace) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    # SIGTERM unwinds like Ctrl-C, so that the operator under test and a private cluster are
+    # stopped by the `finally`s on the way out rather than left running.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     from urllib3.exceptions import HTTPError
 
     from ansible_operator.devcluster.binaries import BinariesError
