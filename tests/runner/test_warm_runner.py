@@ -8,6 +8,7 @@ import asyncio
 import os
 import signal
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from ansible_operator.runner import ColdRunner, RunResult
 from ansible_operator.runner.warm import ForkServer, WarmRunner
 
 from .runs import DATA, PLAYBOOKS, ROLES, TAG_ENV, MakeRequest, tagged_processes
+
+CORE = tuple(int(part) for part in version("ansible-core").split(".")[:2])
 
 
 def run(runner: ColdRunner, request: Any) -> RunResult:
@@ -205,6 +208,9 @@ def test_an_edited_role_module_or_module_util_is_packaged_anew(
     assert versions_seen() == ["m2", "u2"]
 
 
+@pytest.mark.skipif(
+    CORE >= (2, 19), reason="packages are kept across runs on ansible-core 2.18 (the default) only"
+)
 def test_an_unchanged_module_is_taken_from_the_kept_packages(
     warm: WarmRunner, make_request: MakeRequest
 ) -> None:

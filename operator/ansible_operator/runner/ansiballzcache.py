@@ -37,6 +37,12 @@ def install() -> None:
     if directory is None:
         return
     kept_in = directory
+    from ansible.release import __version__ as core_version
+
+    if not core_version.startswith("2.18."):
+        # 2.19 packages modules differently (keyword-only arguments, its own cache format):
+        # there every run packages its modules itself, as a cold run does.
+        return
     from ansible.executor import module_common
 
     build = module_common._find_module_utils
