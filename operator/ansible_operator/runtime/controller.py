@@ -73,10 +73,10 @@ class Controller:
         # annotation: for those keys, annotation changes pass as if the watch asked for them.
         self._after_terminal = dataclasses.replace(watch, watch_annotations_changes=True)
         self._tasks: list[asyncio.Task[None]] = []
-        self._busy: set[asyncio.Task[Any]] = set()
         self._owns = owns
         self._uids: dict[Key, str] = {}
-        self._running: dict[Key, tuple[asyncio.Task[Any], asyncio.Event]] = {}  # and when done
+        # The worker running each key's reconcile, and when that reconcile is done.
+        self._running: dict[Key, tuple[asyncio.Task[Any], asyncio.Event]] = {}
 
     def owned(self, key: Key) -> bool:
         """Whether this replica acts on ``key`` (always, without sharding)."""
@@ -194,8 +194,9 @@ class Controller:
     async def drain(self, timeout: float) -> None:
         """Take no new work; give running reconciles up to ``timeout`` seconds to finish."""
         self.queue.shutdown()
+        busy = {worker for worker, _ in self._running.values()}
         for task in self._tasks:
-            if task not in self._busy:
+            if task not in busy:
                 task.cancel()
         running = [t for t in self._tasks if not t.done()]
         if running:
@@ -211,7 +212,6 @@ class Controller:
                 self.queue.cancel(key)
                 self.queue.done(key)
                 continue
-            self._busy.add(me)
             done = asyncio.Event()
             self._running[key] = (me, done)
             try:
@@ -219,7 +219,6 @@ class Controller:
             finally:
                 done.set()
                 del self._running[key]
-                self._busy.discard(me)
                 self.queue.done(key)
 
     async def _process(self, key: Key) -> None:
