@@ -26,6 +26,18 @@ def run(runner: ColdRunner, request: Any) -> RunResult:
     return asyncio.run(runner.run(request))
 
 
+async def _started_to_sleep(runner: ColdRunner, request: Any, tag: str) -> asyncio.Task[RunResult]:
+    """The run of `request` (the sleeper role), once its `sleep 600` task is running."""
+    task = asyncio.create_task(runner.run(request))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 120
+    while not any(proc.cmdline == "sleep 600" for proc in tagged_processes(tag)):
+        assert not task.done(), "the run ended before its sleep started"
+        assert loop.time() < deadline, "the sleep task never started"
+        await asyncio.sleep(0.05)
+    return task
+
+
 @pytest.fixture
 def warm() -> Iterator[WarmRunner]:
     runner = WarmRunner(kill_grace=2.0)
@@ -78,13 +90,7 @@ def test_a_run_whose_process_is_killed_fails_saying_so_and_the_next_run_works(
     tag = request.extra_env[TAG_ENV]
 
     async def main() -> RunResult:
-        task = asyncio.create_task(runner.run(request))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 120
-        while not any(proc.cmdline == "sleep 600" for proc in tagged_processes(tag)):
-            assert not task.done(), "the run ended before its sleep started"
-            assert loop.time() < deadline, "the sleep task never started"
-            await asyncio.sleep(0.05)
+        task = await _started_to_sleep(runner, request, tag)
         [top] = [p for p in tagged_processes(tag) if "ansible-runner run" in p.cmdline]
         os.kill(top.pid, signal.SIGKILL)  # what the out-of-memory killer does
         return await task
@@ -114,13 +120,7 @@ def test_a_run_whose_fork_server_dies_fails_saying_so(
     tag = request.extra_env[TAG_ENV]
 
     async def main() -> RunResult:
-        task = asyncio.create_task(warm.run(request))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 120
-        while not any(proc.cmdline == "sleep 600" for proc in tagged_processes(tag)):
-            assert not task.done(), "the run ended before its sleep started"
-            assert loop.time() < deadline, "the sleep task never started"
-            await asyncio.sleep(0.05)
+        task = await _started_to_sleep(warm, request, tag)
         assert warm.server.process is not None
         warm.server.process.kill()
         return await task
