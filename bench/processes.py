@@ -6,17 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ansible_operator.procfs import read_fields
+
 PROC = Path("/proc")
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    """The fields of /proc/<pid>/stat after the command name (state first); None if gone."""
-    try:
-        text = (PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return None
-    return text[text.rfind(")") + 2 :].split()
 
 
 def tree(root: int) -> list[int]:
@@ -24,7 +17,7 @@ def tree(root: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for entry in PROC.iterdir():
         if entry.name.isdigit():
-            fields = _stat_fields(int(entry.name))
+            fields = read_fields(int(entry.name))
             if fields is not None and fields[0] not in ("Z", "X"):
                 children.setdefault(int(fields[1]), []).append(int(entry.name))
     found, todo = [], [root]
@@ -57,7 +50,7 @@ def cpu_ticks(pids: list[int]) -> dict[int, int]:
     """CPU time (clock ticks) of each of ``pids``, its waited-for children included."""
     ticks = {}
     for pid in pids:
-        fields = _stat_fields(pid)
+        fields = read_fields(pid)
         if fields is not None:
             ticks[pid] = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime .. cstime
     return ticks

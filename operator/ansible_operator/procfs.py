@@ -28,9 +28,23 @@ class ProcStat:
         return self.state not in _GONE
 
 
+def fields_after_name(text: str) -> list[str]:
+    """The fields of one ``/proc/<pid>/stat`` line after the command name: the state first."""
+    return text[text.rfind(")") + 2 :].split()
+
+
+def read_fields(pid: int) -> list[str] | None:
+    """``/proc/<pid>/stat``'s fields after the command name; None when the process is gone (or
+    unreadable)."""
+    try:
+        return fields_after_name((PROC / str(pid) / "stat").read_text())
+    except OSError:
+        return None
+
+
 def parse_stat(text: str) -> ProcStat | None:
     """The fields of one ``/proc/<pid>/stat`` line; None when it is cut short."""
-    fields = text[text.rfind(")") + 2 :].split()
+    fields = fields_after_name(text)
     try:
         return ProcStat(state=fields[0], pgrp=int(fields[2]), start_time=int(fields[19]))
     except (IndexError, ValueError):
