@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ansible_operator.procfs import fields_after_name
 from ansible_operator.runner import RunRequest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,9 +27,9 @@ class Proc:
     cmdline: str
 
 
-def tagged_processes(tag: str) -> list[Proc]:
-    """Live processes whose environment has RUNNER_TEST_TAG=<tag> (zombies excluded)."""
-    entry = f"\0{TAG_ENV}={tag}\0".encode()
+def tagged_processes(tag: str, env: str = TAG_ENV) -> list[Proc]:
+    """Live processes whose environment has <env>=<tag> (zombies excluded)."""
+    entry = f"\0{env}={tag}\0".encode()
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -41,7 +42,7 @@ def tagged_processes(tag: str) -> list[Proc]:
             cmdline = (base / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2 :].split()
+        fields = fields_after_name(stat)
         if fields[0] in ("Z", "X"):
             continue
         found.append(Proc(int(name), int(fields[2]), int(fields[3]), cmdline))
@@ -62,7 +63,7 @@ def live_group_members(pgid: int) -> list[int]:
             stat = (Path("/proc") / name / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2 :].split()
+        fields = fields_after_name(stat)
         if fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
             members.append(int(name))
     return members

@@ -32,12 +32,12 @@ from pathlib import Path
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from ansible_operator.procfs import read_stat
 from tests.e2e.cluster import Cluster, fresh_namespace
 from tests.e2e.crds import GROUP, VERSION, install_crds, kind_crd
 from tests.e2e.operators import Operator
 from tests.e2e.resources import condition, new_cr
 from tests.e2e.waiting import wait_until
+from tests.runner import runs
 
 from . import journal
 
@@ -429,19 +429,7 @@ def owner_uids(cm: client.V1ConfigMap) -> set[str]:
 
 def tagged_processes(tag: str) -> list[str]:
     """`pid cmdline` of each live process whose environment carries the soak's tag."""
-    entry = f"\0{TAG_ENV}={tag}\0".encode()
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            environ = b"\0" + Path("/proc", pid, "environ").read_bytes() + b"\0"
-            cmdline = Path("/proc", pid, "cmdline").read_bytes()
-        except OSError:
-            continue
-        stat = read_stat(int(pid))
-        if entry in environ and stat is not None and stat.running:
-            args = cmdline.replace(b"\0", b" ").decode(errors="replace")
-            found.append(f"{pid} {args[:160]}")
-    return found
+    return [f"{p.pid} {p.cmdline[:160]}" for p in runs.tagged_processes(tag, env=TAG_ENV)]
 
 
 def run(config: SoakConfig) -> Report:
