@@ -8,8 +8,11 @@ STAMP := $(VENV)/.installed
 # The Makefile's targets run the operator from this repository's virtualenv, made on first use.
 ANSIBLE_OPERATOR := $(BIN)/ansible-operator
 OPERATOR_DEPS := $(STAMP)
-# The Dockerfile installs the operator from this source tree, not from a wheel.
-RUNTIME_WHEEL_DIR :=
+# `make image` puts the wheel of this source tree (not of an installed runtime) into dist/, and
+# the Dockerfile installs that version from there.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+RUNTIME_WHEEL := $(BIN)/pip wheel --quiet --no-deps --wheel-dir dist .
+IMAGE_BUILD_ARGS := --build-arg OPERATOR_PACKAGE=ansible-operator-py==$(VERSION)
 PYTEST_ARGS ?=
 
 .PHONY: lint unit e2e venv cluster-up cluster-down cluster-status binaries clean image-test bench soak \

@@ -1,8 +1,9 @@
-"""Image fixtures: the repository's Dockerfile built once per session with podman (no Docker),
+"""Image fixtures: the repository's image built once per session by `make image` (podman),
 the local cluster and a namespace per test (as the e2e layer has them)."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,5 +27,6 @@ def podman() -> image.Podman:
 
 @pytest.fixture(scope="session")
 def built_image(podman: image.Podman) -> str:
-    image.build(podman, REPO, TAG, progress=lambda m: print(f"[image] {m}", file=sys.stderr))
+    # what a user runs: the wheel of this source tree in dist/, then the scaffold's Dockerfile
+    subprocess.run(["make", "--no-print-directory", "image", f"IMG={TAG}"], cwd=REPO, check=True)
     return TAG

@@ -89,12 +89,10 @@ def parse(text: str) -> tuple[dict[str, str], list[Stage]]:
     return global_args, stages
 
 
-@pytest.fixture(scope="module", params=["repository", "init"])
-def context(request, tmp_path_factory) -> Path:
-    """The build context: this repository, or a project `ansible-operator init` wrote (with the
-    dist/ that its `make image` fills with the runtime's wheel)."""
-    if request.param == "repository":
-        return REPO
+@pytest.fixture(scope="module")
+def context(tmp_path_factory) -> Path:
+    """The build context of a project `ansible-operator init` wrote, with the dist/ that its
+    `make image` fills with the runtime's wheel (the repository's Dockerfile is that template)."""
     project = tmp_path_factory.mktemp("init")
     for rel, text in init.files("fresh", "example.com").items():
         (project / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -164,11 +162,12 @@ def test_parser_joins_continuations_and_splits_stages():
 
 def test_dockerignore_rules_in_order():
     assert not dockerignored("roles/memcached/tasks/main.yml")
+    assert not dockerignored("dist/ansible_operator_py-0.1.0-py3-none-any.whl")
     assert dockerignored(".venv/bin/python")
-    assert dockerignored("operator/ansible_operator/__pycache__/cli.cpython-311.pyc")
+    assert dockerignored("operator/ansible_operator/cli.py")
 
 
-# -- the repository's Dockerfile and a generated project's --------------------------------------
+# -- a generated project's Dockerfile (the repository's is its template) --------------------------------------
 
 
 def test_multi_stage_with_named_builder(dockerfile):

@@ -18,11 +18,17 @@ REPO_PROJECT = yaml.safe_load((REPO / "PROJECT").read_text())
 # - watches.yaml, roles/, playbooks/, molecule/<role>/, config/samples/<sample>, the CRDs and
 #   config/rbac/role.yaml: the example operators' own content, written after new-api (the
 #   generic part of role.yaml is checked below as a subset);
-# - Dockerfile, .dockerignore: the repository installs the runtime from its source tree, a
-#   project from the runtime's wheel; README.md: the repository's is the runtime's manual.
+# - README.md: the repository's is the runtime's manual.
+# Makefile, Dockerfile and .dockerignore are symbolic links to the templates (LINKED); the files
+# of SHARED are copies (git reads no .gitignore through a link, kustomize no file outside its
+# directory, and PROJECT is rendered).
+LINKED = {
+    "Makefile": "Makefile",
+    "Dockerfile": "Dockerfile",
+    ".dockerignore": "dot-dockerignore",
+}
 SHARED = [
     "PROJECT",
-    "Makefile",
     ".gitignore",
     ".ansible-lint",
     "requirements.yml",
@@ -247,6 +253,15 @@ def test_the_repositorys_generic_file_is_the_scaffolds(rendered, name):
         f"{name} differs from what `ansible-operator init` + `new-api` write: change the "
         "template (operator/ansible_operator/scaffold/templates/) and copy it here"
     )
+
+
+@pytest.mark.parametrize("name", LINKED)
+def test_the_repositorys_generic_file_links_to_the_template(name):
+    link = REPO / name
+    assert link.is_symlink(), f"{name} is a copy: make it a link to the scaffold's template"
+    target = init.TEMPLATES / "init" / LINKED[name]
+    assert link.resolve() == target.resolve()
+    assert not Path(link.readlink()).is_absolute(), f"{name} links to an absolute path"
 
 
 def test_the_repositorys_kinds_are_its_project_files(rendered):
