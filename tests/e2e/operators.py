@@ -5,6 +5,7 @@ its reconcile counters on ``/metrics``."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -15,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ansible_operator.dev import launcher
 
 from .crds import GROUP, VERSION
+from .waiting import wait_until
 
 ROLES = Path(__file__).parent / "roles"
 REPO = Path(__file__).resolve().parents[2]
@@ -105,6 +107,51 @@ class Operator:
                     if sample.labels.get("GVK") == gvk:
                         counts[sample.labels["result"]] = int(sample.value)
         return counts
+
+
+class Replica(Operator):
+    """One operator process of a group on one namespace, running ``role`` for ``kind``; the
+    REPLICA environment variable names it to the role (which records who ran what)."""
+
+    def __init__(
+        self, name: str, workdir: Path, kubeconfig: Path, namespace: str, kind: str, role: str
+    ) -> None:
+        workdir.mkdir()
+        super().__init__(workdir, kubeconfig, [namespace])
+        self.name = name
+        self.namespace = namespace
+        self.write_watches([{"kind": kind, "role": role}])
+
+    def start_replica(self, *args: str) -> None:
+        self.start(*args, env={"REPLICA": self.name})
+
+    @property
+    def identity(self) -> str:
+        """Its leader-election identity, from its log."""
+        found = wait_until(
+            lambda: re.search(r"Attempting to acquire leader lease .*identity=(\S+)", self.log()),
+            what=f"replica {self.name} to start its election",
+        )
+        return found.group(1)
+
+    def metrics(self) -> str:
+        """Its /metrics ("" when it does not answer)."""
+        assert self.launched is not None and self.launched.metrics_url is not None
+        try:
+            with urllib.request.urlopen(self.launched.metrics_url, timeout=10) as resp:
+                return resp.read().decode()
+        except OSError:
+            return ""
+
+    def metric(self, name: str, **labels: str) -> float:
+        """A sample of its /metrics (0 when absent or it does not answer)."""
+        for family in text_string_to_metric_families(self.metrics()):
+            for sample in family.samples:
+                if sample.name == name and all(
+                    sample.labels.get(k) == v for k, v in labels.items()
+                ):
+                    return sample.value
+        return 0.0
 
 
 def records_of(records: list[dict], msg: str, **fields) -> list[dict]:

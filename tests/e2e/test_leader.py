@@ -12,18 +12,14 @@ import os
 import re
 import signal
 import sys
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from ansible_operator.devcluster.processes import free_ports
-
 from .crds import GROUP, VERSION
-from .operators import Operator, processes_matching
+from .operators import Replica, processes_matching
 from .project import RepoOperator, install_repo_crds, kubectl
 from .resources import config_map_data, new_cr, wait_condition
 from .test_config import install, service_account_kubeconfig, uninstall
@@ -34,55 +30,27 @@ pytestmark = pytest.mark.e2e
 LEASE = "replicas-test"
 
 
-class Replica(Operator):
-    """One operator process of the group; REPLICA names it to the role."""
+def start_elected(replica: Replica, *args: str) -> None:
+    replica.start_replica(
+        "--leader-elect",
+        f"--leader-election-id={LEASE}",
+        f"--leader-election-namespace={replica.namespace}",
+        *args,
+    )
 
-    def __init__(self, name: str, workdir: Path, kubeconfig: Path, namespace: str) -> None:
-        workdir.mkdir()
-        super().__init__(workdir, kubeconfig, [namespace])
-        self.name = name
-        self.namespace = namespace
-        self.metrics_port = free_ports(1)[0]
-        self.write_watches([{"kind": "Counter", "role": "replica"}])
 
-    def start_elected(self, *args: str) -> None:
-        self.start(
-            "--leader-elect",
-            f"--leader-election-id={LEASE}",
-            f"--leader-election-namespace={self.namespace}",
-            f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
-            *args,
-            env={"REPLICA": self.name},
-        )
+def leads(replica: Replica) -> bool:
+    return f'leader_election_master_status{{name="{LEASE}"}} 1.0' in replica.metrics()
 
-    @property
-    def identity(self) -> str:
-        found = wait_until(
-            lambda: re.search(r"Attempting to acquire leader lease .*identity=(\S+)", self.log()),
-            what=f"replica {self.name} to start its election",
-        )
-        return found.group(1)
 
-    def metrics(self) -> str:
-        try:
-            with urllib.request.urlopen(
-                f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5
-            ) as resp:
-                return resp.read().decode()
-        except OSError:
-            return ""
-
-    def leads(self) -> bool:
-        return f'leader_election_master_status{{name="{LEASE}"}} 1.0' in self.metrics()
-
-    def reconciled(self) -> bool:
-        return "ansible_operator_reconcile_result{" in self.metrics()
+def reconciled(replica: Replica) -> bool:
+    return "ansible_operator_reconcile_result{" in replica.metrics()
 
 
 @pytest.fixture
 def replicas(cluster, namespace, test_crds, tmp_path) -> Iterator[dict[str, Replica]]:
     group = {
-        name: Replica(name, tmp_path / name, cluster.kubeconfig, namespace)
+        name: Replica(name, tmp_path / name, cluster.kubeconfig, namespace, "Counter", "replica")
         for name in ("one", "two")
     }
     try:
@@ -126,9 +94,9 @@ def create_counter(crs, namespace: str, name: str) -> None:
 def leader_and_follower(replicas, coordination, namespace, *args: str) -> tuple[Replica, Replica]:
     """`one` elected, then `two` started and waiting: it has seen `one` hold the Lease."""
     one, two = replicas["one"], replicas["two"]
-    one.start_elected(*args)
+    start_elected(one, *args)
     wait_until(lambda: holder(coordination, namespace) == one.identity, what="one to lead")
-    two.start_elected(*args)
+    start_elected(two, *args)
     wait_until(lambda: f"leader={one.identity}" in two.log(), what="two to see one lead")
     return one, two
 
@@ -140,8 +108,8 @@ def test_only_the_leader_reconciles_and_a_killed_leader_is_replaced(
     create_counter(crs, namespace, "before")
     wait_condition(crs, namespace, "Counter", "before", "Successful")
     assert runs_by_replica(core, namespace, "before") == {"one": "1"}
-    wait_until(lambda: one.leads() and one.reconciled(), what="one's metrics: leader, a run")
-    assert not two.leads() and not two.reconciled()
+    wait_until(lambda: leads(one) and reconciled(one), what="one's metrics: leader, a run")
+    assert not leads(two) and not reconciled(two)
     assert "Successfully acquired lease" not in two.log()
 
     one.kill()
@@ -158,7 +126,7 @@ def test_only_the_leader_reconciles_and_a_killed_leader_is_replaced(
         lambda: "two" in runs_by_replica(core, namespace, "before"), what="two to run `before`"
     )
     assert runs_by_replica(core, namespace, "before")["one"] == "1"
-    wait_until(two.leads, what="two's metrics to say it leads")
+    wait_until(lambda: leads(two), what="two's metrics to say it leads")
 
 
 def test_a_terminated_leader_releases_the_lease_and_the_follower_takes_it(
@@ -257,7 +225,7 @@ def test_a_leader_whose_lease_is_taken_kills_its_runs_and_exits(
 ):
     one = replicas["one"]
     one.write_watches([{"kind": "Sleeper", "role": "sleeper"}])
-    one.start_elected()
+    start_elected(one)
     wait_until(lambda: holder(coordination, namespace) == one.identity, what="one to lead")
     crs.create_namespaced_custom_object(
         GROUP, VERSION, namespace, "sleepers", new_cr("Sleeper", "nap", {"seconds": 4321})

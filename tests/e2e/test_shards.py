@@ -13,7 +13,6 @@ import math
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,11 +20,10 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
-from prometheus_client.parser import text_string_to_metric_families
 
 from .cluster import Cluster, fresh_namespace
 from .crds import GROUP, VERSION, install_crds, kind_crd
-from .operators import STRUCTURED_LOG, Operator, records_of
+from .operators import STRUCTURED_LOG, Replica, records_of
 from .resources import new_cr
 from .waiting import wait_until
 
@@ -37,53 +35,30 @@ SHARDS = 32
 LEASE_DURATION = 15
 
 
-class Replica(Operator):
-    """One operator process of the group; REPLICA names it to the role."""
+def start_sharded(replica: Replica, *args: str) -> None:
+    replica.start_replica(
+        "--shards=auto",
+        f"--leader-election-id=shards-{replica.namespace}",
+        f"--leader-election-namespace={replica.namespace}",
+        *args,
+    )
 
-    def __init__(self, name: str, workdir: Path, kubeconfig: Path, namespace: str) -> None:
-        workdir.mkdir()
-        super().__init__(workdir, kubeconfig, [namespace])
-        self.name = name
-        self.namespace = namespace
-        self.write_watches([{"kind": KIND, "role": "shard_journal"}])
 
-    def start_sharded(self, *args: str) -> None:
-        self.start(
-            "--shards=auto",
-            f"--leader-election-id=shards-{self.namespace}",
-            f"--leader-election-namespace={self.namespace}",
-            *args,
-            env={"REPLICA": self.name},
-        )
+def foreign_events(replica: Replica, since: int) -> int:
+    """Events of CRs in shards ``replica`` does not hold, from log character ``since``."""
+    return len(records_of(replica.records(since), "event not in a held shard"))
 
-    def foreign_events(self, since: int) -> int:
-        """Events of CRs in shards this replica does not hold, from log character ``since``."""
-        return len(records_of(self.records(since), "event not in a held shard"))
 
-    def metric(self, name: str, **labels: str) -> float:
-        """A sample of this replica's /metrics (0 when absent or the replica does not answer)."""
-        assert self.launched is not None and self.launched.metrics_url is not None
-        try:
-            with urllib.request.urlopen(self.launched.metrics_url, timeout=10) as resp:
-                text = resp.read().decode()
-        except OSError:
-            return 0.0
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == name and all(
-                    sample.labels.get(k) == v for k, v in labels.items()
-                ):
-                    return sample.value
-        return 0.0
+def shards(replica: Replica) -> int:
+    return int(replica.metric("ansible_operator_shards_held"))
 
-    def shards(self) -> int:
-        return int(self.metric("ansible_operator_shards_held"))
 
-    def owned(self) -> int:
-        return int(self.metric("ansible_operator_shard_owned_resources", GVK=GVK))
+def owned(replica: Replica) -> int:
+    return int(replica.metric("ansible_operator_shard_owned_resources", GVK=GVK))
 
-    def events(self) -> int:
-        return int(self.metric("ansible_operator_watch_events_total", GVK=GVK))
+
+def events(replica: Replica) -> int:
+    return int(replica.metric("ansible_operator_watch_events_total", GVK=GVK))
 
 
 @dataclass(frozen=True)
@@ -141,7 +116,7 @@ def journal(tmp_path: Path) -> Journal:
 @pytest.fixture
 def replicas(cluster, namespace, test_crds, tmp_path) -> Iterator[dict[str, Replica]]:
     group = {
-        name: Replica(name, tmp_path / name, cluster.kubeconfig, namespace)
+        name: Replica(name, tmp_path / name, cluster.kubeconfig, namespace, KIND, "shard_journal")
         for name in ("one", "two", "three", "four")
     }
     try:
@@ -169,7 +144,7 @@ def last_runner(journal: Journal) -> dict[str, str]:
 
 def balanced(group: list[Replica]) -> bool:
     """Every shard held once, each replica within one shard of the others."""
-    held = [r.shards() for r in group]
+    held = [shards(r) for r in group]
     return sum(held) == SHARDS and max(held) - min(held) <= 1
 
 
@@ -186,7 +161,7 @@ def test_replicas_share_the_crs_without_overlap_as_members_come_and_go(
 ):
     one, two, three, four = replicas.values()
     for replica in (one, two, three):
-        replica.start_sharded()
+        start_sharded(replica)
     wait_until(lambda: balanced([one, two, three]), what="three replicas to share the shards")
 
     names = create_crs(crs, namespace, 60, journal)
@@ -196,19 +171,19 @@ def test_replicas_share_the_crs_without_overlap_as_members_come_and_go(
     share = Counter(next(iter(replicas)) for replicas in first.values())
     # The shards split 11/11/10; the CRs follow their random uids (binomial, sd about 3.7).
     assert all(8 <= share[r.name] <= 32 for r in (one, two, three)), share
-    assert sum(r.owned() for r in (one, two, three)) == 60
+    assert sum(owned(r) for r in (one, two, three)) == 60
     assert journal.overlaps() == []
 
     # A fourth replica: the shards move to it, and so do their CRs, never two runs at once.
-    four.start_sharded()
+    start_sharded(four)
     wait_until(lambda: balanced([one, two, three, four]), what="four replicas to share the shards")
-    wait_until(lambda: four.owned() > 0, what="the fourth replica to own CRs")
+    wait_until(lambda: owned(four) > 0, what="the fourth replica to own CRs")
     wait_until(
-        lambda: sum(1 for rs in journal.ended().values() if "four" in rs) == four.owned(),
+        lambda: sum(1 for rs in journal.ended().values() if "four" in rs) == owned(four),
         what="the fourth replica to reconcile the CRs it took",
         timeout=300,
     )
-    assert sum(r.owned() for r in (one, two, three, four)) == 60
+    assert sum(owned(r) for r in (one, two, three, four)) == 60
     assert journal.overlaps() == []
 
     # SIGKILL: the others take its shards once their Leases expire, and run its CRs.
@@ -278,11 +253,12 @@ def each_replica_receives(
     with fresh_namespace(cluster) as namespace, cluster.api_client() as api_client:
         crs = client.CustomObjectsApi(api_client)
         group = [
-            Replica(name, tmp_path / name, cluster.kubeconfig, namespace) for name in ("a", "b")
+            Replica(name, tmp_path / name, cluster.kubeconfig, namespace, KIND, "shard_journal")
+            for name in ("a", "b")
         ]
         try:
             for replica in group:
-                replica.start_sharded(*STRUCTURED_LOG)
+                start_sharded(replica, *STRUCTURED_LOG)
             wait_until(lambda: balanced(group), what="two replicas to share the shards")
             names = create_crs(crs, namespace, 20, journal)
             wait_until(lambda: set(journal.ended()) == set(names), what="every CR reconciled")
@@ -300,9 +276,9 @@ def each_replica_receives(
             assert journal.overlaps() == []
             found = {
                 r.name: Received(
-                    r.foreign_events(marks[r.name]),
+                    foreign_events(r, marks[r.name]),
                     {rec.get("filtered") for rec in records_of(r.records(), "Sharded watches")},
-                    r.events(),
+                    events(r),
                 )
                 for r in group
             }
