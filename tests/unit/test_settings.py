@@ -112,6 +112,8 @@ def test_default_workers_is_positive() -> None:
         (["--metrics-secure", "--metrics-cert-dir=/certs"], "metrics_cert_dir", "/certs"),
         (["--ansible-run-timeout=10m"], "ansible_run_timeout", 600.0),
         (["--resync-rate=0.5"], "resync_rate", 0.5),
+        ([], "runner", "warm"),  # ours by default; upstream's way on request
+        (["--runner=cold"], "runner", "cold"),
         (["--resync-rate=20"], "resync_rate", 20.0),
         (["--ansible-run-timeout=0s"], "ansible_run_timeout", None),
         (["--zap-devel"], "zap_devel", True),
@@ -250,6 +252,10 @@ def test_flag_values(argv: list[str], attribute: str, value: Any) -> None:
         (
             ["--leader-elect=false", "--enable-leader-election=false"],
             "only one of --leader-elect and --enable-leader-election may be set",
+        ),
+        (
+            ["--runner=hot"],
+            'invalid argument "hot" for "--runner" flag: must be warm or cold, not "hot"',
         ),
         (
             ["--metrics-addr=:1", "--metrics-bind-address=:2"],
