@@ -8,13 +8,15 @@ call for nothing; this action plugin returns the same result without contacting 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-TIME_PATTERN = re.compile(r"^[hms0-9]*$")
+from ansible_collections.operator_sdk.util.plugins.module_utils.requeue import (
+    ARGUMENT_SPEC,
+    time_error,
+)
 
 
 class ActionModule(ActionBase):
@@ -26,13 +28,10 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         del tmp  # unused
-        _, args = self.validate_argument_spec(
-            argument_spec={"time": {"type": "str", "required": True}},
-        )
+        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         period = args["time"]
-        if not TIME_PATTERN.match(period):
-            raise AnsibleActionFail(
-                f"invalid time input {period!r}: use digits and h, m, s (e.g. 1h30m)"
-            )
+        error = time_error(period)
+        if error:
+            raise AnsibleActionFail(error)
         result.update(changed=False, period=period)
         return result

@@ -65,21 +65,20 @@ changed:
   sample: false
 """
 
-import re
-
 from ansible.module_utils.basic import AnsibleModule
 
-TIME_PATTERN = re.compile(r"^[hms0-9]*$")
+from ansible_collections.operator_sdk.util.plugins.module_utils.requeue import (
+    ARGUMENT_SPEC,
+    time_error,
+)
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={"time": {"type": "str", "required": True}},
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     period = module.params["time"]
-    if not TIME_PATTERN.match(period):
-        module.fail_json(msg=f"invalid time input {period!r}: use digits and h, m, s (e.g. 1h30m)")
+    error = time_error(period)
+    if error:
+        module.fail_json(msg=error)
     module.exit_json(changed=False, period=period)
 
 
