@@ -142,6 +142,24 @@ def test_is_rfc3339(value: Any, valid: bool) -> None:
     assert is_rfc3339(value) is valid
 
 
+def succeeded(running_since: str, finished: str) -> dict[str, Any]:
+    """The status after a successful run that started running at ``running_since``."""
+    return {
+        "conditions": [
+            cond(
+                "Running",
+                "True",
+                "Successful",
+                "Awaiting next reconciliation",
+                running_since,
+                ansibleResult=RESULT,
+            ),
+            cond("Successful", "True", "Successful", "Last reconciliation succeeded", finished),
+            cond("Failure", "False", "", "", finished),
+        ]
+    }
+
+
 # --- sequences --------------------------------------------------------------------------------
 
 
@@ -152,21 +170,8 @@ def test_first_run_success() -> None:
     }
 
     done = mark_success(running, ansible_result=RESULT, now=T1, generation=1)
-    assert done == {
-        "conditions": [
-            # Same status True: the transition time is kept; the reason changes so it is rewritten.
-            cond(
-                "Running",
-                "True",
-                "Successful",
-                "Awaiting next reconciliation",
-                S0,
-                ansibleResult=RESULT,
-            ),
-            cond("Successful", "True", "Successful", "Last reconciliation succeeded", S1),
-            cond("Failure", "False", "", "", S1),
-        ]
-    }
+    # Running stays True (its transition time is kept); its reason changes so it is rewritten.
+    assert done == succeeded(running_since=S0, finished=S1)
 
 
 def test_steady_state_after_repeated_successes() -> None:
@@ -275,20 +280,7 @@ def test_recovery_after_failure() -> None:
     running = mark_running(failed, now=T2, generation=1)
     assert types(running) == [("Failure", "True"), ("Successful", "False"), ("Running", "True")]
     done = mark_success(running, ansible_result=RESULT, now=T3, generation=1)
-    assert done == {
-        "conditions": [
-            cond(
-                "Running",
-                "True",
-                "Successful",
-                "Awaiting next reconciliation",
-                S2,
-                ansibleResult=RESULT,
-            ),
-            cond("Successful", "True", "Successful", "Last reconciliation succeeded", S3),
-            cond("Failure", "False", "", "", S3),
-        ]
-    }
+    assert done == succeeded(running_since=S2, finished=S3)
 
 
 def test_failure_is_always_rewritten() -> None:
