@@ -144,14 +144,20 @@ async def until(condition: Callable[[], bool]) -> None:
             await asyncio.sleep(0.01)
 
 
-@in_loop
-async def test_only_one_acts_and_a_stopped_leader_hands_over_at_once():
-    store, journal = Store(), []
+async def a_leads_b_follows(store: Store, journal: list[str]) -> tuple[Replica, Replica]:
+    """Replica a started and acting, then b started and seeing a hold the Lease."""
     a, b = Replica("a", store, journal), Replica("b", store, journal)
     a.start()
     await asyncio.wait_for(a.acting.wait(), WAIT)
     b.start()
     await until(lambda: b.elector.candidate.holder == "a-id")
+    return a, b
+
+
+@in_loop
+async def test_only_one_acts_and_a_stopped_leader_hands_over_at_once():
+    store, journal = Store(), []
+    a, b = await a_leads_b_follows(store, journal)
     renewals = len(store.history)
     await until(lambda: len(store.history) > renewals + 2)  # a renews; b keeps waiting
     assert journal == ["a acts"]
@@ -173,11 +179,7 @@ async def test_only_one_acts_and_a_stopped_leader_hands_over_at_once():
 @in_loop
 async def test_a_leader_that_cannot_renew_stops_before_another_takes_over(failure):
     store, journal = Store(), []
-    a, b = Replica("a", store, journal), Replica("b", store, journal)
-    a.start()
-    await asyncio.wait_for(a.acting.wait(), WAIT)
-    b.start()
-    await until(lambda: b.elector.candidate.holder == "a-id")
+    a, b = await a_leads_b_follows(store, journal)
     a.lock.failure = failure  # a's API server connection breaks; b's does not
 
     with pytest.raises(LeadershipLost, match=r"not renewed within 0\.6s"):
@@ -207,11 +209,7 @@ async def test_a_leader_that_finds_another_holder_stops_at_once():
 @in_loop
 async def test_a_follower_told_to_stop_returns_without_acting_or_writing():
     store, journal = Store(), []
-    a, b = Replica("a", store, journal), Replica("b", store, journal)
-    a.start()
-    await asyncio.wait_for(a.acting.wait(), WAIT)
-    b.start()
-    await until(lambda: b.elector.candidate.holder == "a-id")
+    a, b = await a_leads_b_follows(store, journal)
     b.stop.set()
     await asyncio.wait_for(b.task, WAIT)
     assert journal == ["a acts"]
