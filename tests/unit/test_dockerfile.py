@@ -167,7 +167,7 @@ def test_dockerignore_rules_in_order():
     assert dockerignored("operator/ansible_operator/cli.py")
 
 
-# -- a generated project's Dockerfile (the repository's is its template) --------------------------------------
+# -- a generated project's Dockerfile (the repository's is its template) ------------------------
 
 
 def test_multi_stage_with_named_builder(dockerfile):
