@@ -12,7 +12,7 @@ OPERATOR_DEPS := $(STAMP)
 # the Dockerfile installs that version from there.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
 RUNTIME_WHEEL := $(BIN)/pip wheel --quiet --no-deps --wheel-dir dist .
-IMAGE_BUILD_ARGS := --build-arg OPERATOR_PACKAGE=ansible-operator-py==$(VERSION)
+override IMAGE_BUILD_ARGS += --build-arg OPERATOR_PACKAGE=ansible-operator-py==$(VERSION)
 PYTEST_ARGS ?=
 
 .PHONY: lint unit e2e venv cluster-up cluster-down cluster-status binaries clean image-test bench soak \
