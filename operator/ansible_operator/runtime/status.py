@@ -2,10 +2,11 @@
 
 A write is a function of the current status: read the object, compute the new status from it,
 and replace ``/status`` with the resourceVersion just read. When the caller has just read the
-object itself (the reconciler does, before and after the run), the first attempt starts from that
-copy instead of a second GET. A conflict means someone else wrote in between (a role's
-``k8s_status``, a user), so the write is recomputed from a fresh read and sent again. A conflict never re-runs the role, unlike upstream. ``StatusWriter`` is the
-reconciler's vocabulary on top: running, the run's outcome, an error before any run.
+object itself (the reconciler does, before and after the run), the first attempt starts from
+that copy instead of a second GET. A conflict means someone else wrote in between (a role's
+``k8s_status``, a user), so the write is recomputed from a fresh read and sent again. A conflict
+never re-runs the role, unlike upstream. ``StatusWriter`` is the reconciler's vocabulary on top:
+running, the run's outcome, an error before any run.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ async def write_status(
     it); a conflict reads it again."""
     path = resource.path(namespace, name)
     for attempt in range(CONFLICT_RETRIES):
+        obj: Any
         if attempt == 0 and read is not None:
             obj = copy.deepcopy(read)
         else:
