@@ -173,6 +173,15 @@ def test_a_first_reconcile_adds_the_finalizer_runs_the_role_and_writes_successfu
     assert w.events() == []
 
 
+def test_a_reconcile_reads_the_object_before_and_after_the_run_and_writes_from_those_reads(
+    tmp_path,
+):
+    w = world(tmp_path, [succeeded()], finalizers=[FINALIZER], watch=WITH_FINALIZER)
+    w.reconcile()
+    calls = [(r.method, r.path.rsplit("/", 1)[-1]) for r in w.api.requests if "/things/" in r.path]
+    assert calls == [("GET", "a"), ("PUT", "status"), ("GET", "a"), ("PUT", "status")]
+
+
 def test_a_finalizer_already_there_is_not_added_again(tmp_path):
     w = world(tmp_path, [succeeded()], watch=WITH_FINALIZER, finalizers=["other", FINALIZER])
     w.reconcile()

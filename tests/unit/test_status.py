@@ -68,6 +68,26 @@ def test_a_conflict_is_recomputed_from_the_fresh_object() -> None:
     assert len(api.writes("PUT")) == 2
 
 
+def test_a_write_from_the_object_just_read_needs_no_get() -> None:
+    api = api_with_thing()
+    read = api.get_object(THINGS, "ns", "a")
+    api.requests.clear()
+    asyncio.run(write_status(api, THINGS, "ns", "a", bump(1), read=read))
+    assert [r.method for r in api.requests] == ["PUT"]
+    assert api.get_object(THINGS, "ns", "a")["status"] == {"phase": "New", "count": 1}
+    assert read["status"] == {"phase": "New"}  # the caller's copy is left as it was
+
+
+def test_a_stale_read_is_a_conflict_recomputed_from_a_fresh_get() -> None:
+    api = api_with_thing()
+    read = api.get_object(THINGS, "ns", "a")
+    api.edit(THINGS, "ns", "a", lambda o: o["status"].update(count=10))  # after the read
+    api.requests.clear()
+    asyncio.run(write_status(api, THINGS, "ns", "a", bump(1), read=read))
+    assert [r.method for r in api.requests] == ["PUT", "GET", "PUT"]
+    assert api.get_object(THINGS, "ns", "a")["status"]["count"] == 11
+
+
 def test_endless_conflicts_give_up_with_a_409(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(status, "CONFLICT_RETRIES", 3)
     api = api_with_thing()
@@ -106,11 +126,12 @@ def conditions(api: FakeApi) -> dict[str, dict]:
 
 def test_the_writer_marks_running_then_the_outcome_for_the_generation_it_read() -> None:
     api = api_with_thing()
+    read = api.get_object(THINGS, "ns", "a")
     status_writer = writer(api)
     api.edit(THINGS, "ns", "a", lambda o: o.update(spec={"size": 2}))  # generation 2 meanwhile
-    asyncio.run(status_writer.running())
+    asyncio.run(status_writer.running(read))
     assert conditions(api)["Running"]["reason"] == "Running"
-    asyncio.run(status_writer.done(succeeded()))
+    asyncio.run(status_writer.done(succeeded(), api.get_object(THINGS, "ns", "a")))
     found = conditions(api)
     assert found["Successful"]["status"] == "True"
     assert found["Running"]["ansibleResult"]["ok"] == 2
@@ -120,7 +141,7 @@ def test_the_writer_marks_running_then_the_outcome_for_the_generation_it_read() 
 
 def test_the_writer_reports_failures_and_errors() -> None:
     api = api_with_thing()
-    asyncio.run(writer(api).done(failed(message="boom")))
+    asyncio.run(writer(api).done(failed(message="boom"), api.get_object(THINGS, "ns", "a")))
     assert conditions(api)["Failure"]["message"] == "boom"
     asyncio.run(writer(api).error("Unable to run reconciliation: no runner"))
     failure = conditions(api)["Failure"]
@@ -132,5 +153,5 @@ def test_a_failed_write_is_a_reconcile_error() -> None:
     api = api_with_thing()
     status_writer = writer(api)
     api.unreachable = True
-    with pytest.raises(ReconcileError, match="writing status: GET"):
-        asyncio.run(status_writer.running())
+    with pytest.raises(ReconcileError, match="writing status: PUT"):
+        asyncio.run(status_writer.running(api.get_object(THINGS, "ns", "a")))

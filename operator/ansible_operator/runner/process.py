@@ -349,6 +349,11 @@ class ColdRunner:
                 proctree.kill_run_now(None, marker)  # in case the child was already forked
                 raise
 
+    async def _pause(self, proc: RunProcess, timeout: float) -> None:
+        """Wait `timeout` seconds between looks at a running process (or less, if the runner
+        can tell sooner that it ended)."""
+        await asyncio.sleep(timeout)
+
     async def _supervise(
         self,
         proc: RunProcess,
@@ -374,7 +379,7 @@ class ColdRunner:
                 timeout = self.poll_interval
                 if deadline is not None:
                     timeout = max(0.0, min(timeout, deadline - loop.time()))
-                await asyncio.sleep(timeout)
+                await self._pause(proc, timeout)
                 deliver()
                 if proc.returncode is None and deadline is not None and loop.time() >= deadline:
                     emit(

@@ -35,8 +35,6 @@ from ansible_operator.runner.types import RunnerError
 MAX_RUNS_PER_SERVER = 500
 MAX_SERVER_RSS = 512 * 1024 * 1024
 REPLY_TIMEOUT = 120.0  # seconds for a (possibly just started, importing) server to fork a run
-_POLL = 0.02
-WARM_POLL_INTERVAL = 0.05  # seconds between looks at a run's events and end (cold: 0.15)
 PIPELINING_ENV = "ANSIBLE_PIPELINING"  # set for warm runs unless the environment sets it
 
 
@@ -89,10 +87,39 @@ class ForkedRun:
         self._returncode = -signal.SIGKILL
         self.conn.close()
 
-    async def wait(self) -> int:
+    async def ended(self, timeout: float | None) -> None:
+        """Return once the run has ended, or after `timeout` seconds (None: no limit)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
         while self.returncode is None:
-            await asyncio.sleep(_POLL)
+            left = None if deadline is None else max(0.0, deadline - loop.time())
+            if not await _readable(self.conn, left):
+                return
+
+    async def wait(self) -> int:
+        await self.ended(None)
         return self._returncode  # type: ignore[return-value]
+
+
+async def _readable(conn: socket.socket, timeout: float | None) -> bool:
+    """Whether `conn` has something to read (or has closed) within `timeout` seconds.
+
+    A future woken by the event loop, not a task: kopf cancels the tasks created since it
+    started when its watches stop, which must not cut a run's supervision short."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(conn.fileno(), wake)
+    try:
+        done, _ = await asyncio.wait({ready}, timeout=timeout)
+    finally:
+        loop.remove_reader(conn.fileno())
+        ready.cancel()
+    return bool(done)
 
 
 class ForkServer:
@@ -221,11 +248,10 @@ class ForkServer:
             try:
                 chunk = conn.recv(4096)
             except BlockingIOError:
-                if loop.time() >= deadline:
+                if not await _readable(conn, max(0.0, deadline - loop.time())):
                     raise ForkServerLost(
                         f"the warm runner's fork server did not answer in {self.reply_timeout:g}s"
                     ) from None
-                await asyncio.sleep(_POLL)
                 continue
             except OSError as err:
                 raise ForkServerLost(f"the warm runner's fork server is gone: {err}") from err
@@ -258,8 +284,6 @@ class WarmRunner(ColdRunner):
     """
 
     def __init__(self, *, server: ForkServer | None = None, **kwargs: Any) -> None:
-        # Warm runs take a fraction of a second: the end of one is noticed sooner.
-        kwargs.setdefault("poll_interval", WARM_POLL_INTERVAL)
         super().__init__(**kwargs)
         self.server = server or ForkServer(self.environ)
 
@@ -277,6 +301,10 @@ class WarmRunner(ColdRunner):
         env = {PIPELINING_ENV: "True", **env}
         with open(output_path, "wb") as output:
             return await self.server.fork(command, env, marker, output.fileno(), lock)
+
+    async def _pause(self, proc: Any, timeout: float) -> None:
+        # The server's end-of-run message wakes the supervision at once.
+        await proc.ended(timeout)
 
     def _end_reason(self, proc: Any) -> str | None:
         if isinstance(proc, ForkedRun) and proc.server_lost:

@@ -97,7 +97,7 @@ class Reconciler:
 
         was_failing = _condition_true(obj, conditions.FAILURE)
         if self.watch.manage_status:
-            await status.running()
+            await status.running(obj)
         try:
             result = await self.gate.run(self.session.run(obj, finalizing=deleting))
         except Interrupted as stop:
@@ -117,7 +117,7 @@ class Reconciler:
             await remove_finalizer(self.client, resource, live, finalizer)
             return Result()
         if self.watch.manage_status:
-            await status.done(result)
+            await status.done(result, live)
 
         if not result.ok:
             summary = failure_summary(result)

@@ -1,15 +1,18 @@
 """Writing a custom resource's status conditions without losing anybody's changes.
 
 A write is a function of the current status: read the object, compute the new status from it,
-and replace ``/status`` with the resourceVersion just read. A conflict means someone else wrote
-in between (a role's ``k8s_status``, a user), so the write is recomputed from the fresh object
-and sent again. A conflict never re-runs the role, unlike upstream. ``StatusWriter`` is the
-reconciler's vocabulary on top: running, the run's outcome, an error before any run.
+and replace ``/status`` with the resourceVersion just read. When the caller has just read the
+object itself (the reconciler does, before and after the run), the first attempt starts from
+that copy instead of a second GET. A conflict means someone else wrote in between (a role's
+``k8s_status``, a user), so the write is recomputed from a fresh read and sent again. A conflict
+never re-runs the role, unlike upstream. ``StatusWriter`` is the reconciler's vocabulary on top:
+running, the run's outcome, an error before any run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import datetime
 import logging
 from collections.abc import Callable
@@ -35,16 +38,25 @@ async def write_status(
     namespace: str,
     name: str,
     update: StatusUpdate,
+    *,
+    read: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """Apply ``update`` to the object's status; the updated object, or None if it is gone."""
+    """Apply ``update`` to the object's status; the updated object, or None if it is gone.
+
+    ``read`` is the object as the caller has just read it, the first attempt's base (None: GET
+    it); a conflict reads it again."""
     path = resource.path(namespace, name)
     for attempt in range(CONFLICT_RETRIES):
-        try:
-            obj = await client.get(path)
-        except ApiError as err:
-            if err.status == 404:
-                return None
-            raise
+        obj: Any
+        if attempt == 0 and read is not None:
+            obj = copy.deepcopy(read)
+        else:
+            try:
+                obj = await client.get(path)
+            except ApiError as err:
+                if err.status == 404:
+                    return None
+                raise
         current = obj.get("status") if isinstance(obj.get("status"), dict) else {}
         new_status = update(dict(current))
         if new_status == current:
@@ -82,19 +94,23 @@ class StatusWriter:
         self._generation = meta.get("generation")
         self._clock = clock
 
-    async def running(self) -> None:
+    async def running(self, read: dict[str, Any]) -> None:
+        """``Running``; ``read`` is the object as just read (see ``write_status``)."""
         await self._write(
-            lambda s: conditions.mark_running(s, now=self._clock(), generation=self._generation)
+            lambda s: conditions.mark_running(s, now=self._clock(), generation=self._generation),
+            read=read,
         )
 
-    async def done(self, result: RunResult) -> None:
-        """``Successful`` or ``Failure`` with the run's ``ansibleResult``."""
+    async def done(self, result: RunResult, read: dict[str, Any]) -> None:
+        """``Successful`` or ``Failure`` with the run's ``ansibleResult``; ``read`` is the object
+        as just read after the run."""
         counts = ansible_result(result, now=self._clock())
         if result.ok:
             await self._write(
                 lambda s: conditions.mark_success(
                     s, ansible_result=counts, now=self._clock(), generation=self._generation
-                )
+                ),
+                read=read,
             )
             return
         reason = conditions.REASON_FAILED
@@ -109,7 +125,8 @@ class StatusWriter:
                 now=self._clock(),
                 generation=self._generation,
                 reason=reason,
-            )
+            ),
+            read=read,
         )
 
     async def interrupted(self, cause: str) -> None:
@@ -129,9 +146,11 @@ class StatusWriter:
             )
         )
 
-    async def _write(self, update: StatusUpdate) -> None:
+    async def _write(self, update: StatusUpdate, *, read: dict[str, Any] | None = None) -> None:
         try:
-            await write_status(self._client, self._resource, self._namespace, self._name, update)
+            await write_status(
+                self._client, self._resource, self._namespace, self._name, update, read=read
+            )
         except (ApiError, Unreachable) as err:
             raise ReconcileError(f"writing status: {err}") from err
 
