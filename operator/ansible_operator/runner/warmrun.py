@@ -74,6 +74,13 @@ def _in_process_spawn_class(base: type) -> type:
                 preexec_fn = run_playbook
             return super()._spawn(command, args, preexec_fn, dimensions)
 
+        def close(self, force: bool = True) -> None:
+            # ptyprocess pauses 100 ms after closing the terminal, for a child still to notice the
+            # hangup; a playbook that has already ended (every run's case) has nothing to notice.
+            if not self.isalive():
+                self.ptyproc.delayafterclose = 0
+            super().close(force)
+
     return InProcessSpawn
 
 
