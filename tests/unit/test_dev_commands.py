@@ -72,10 +72,12 @@ def test_every_scenario_by_default_and_an_unknown_one_is_one_line(tmp_path, caps
     )
 
 
-def test_molecule_gets_the_cluster_and_this_virtualenv_first_on_path(tmp_path):
-    env = molecule.environment({"PATH": "/usr/bin", "X": "y"}, tmp_path / "kc")
+def test_molecule_gets_the_cluster_the_warm_playbook_and_this_virtualenv_on_path(tmp_path):
+    env = molecule.environment({"PATH": "/usr/bin", "X": "y"}, tmp_path / "kc", tmp_path / "bin")
     assert env["K8S_AUTH_KUBECONFIG"] == str(tmp_path / "kc")
-    assert env["PATH"] == f"{molecule.MOLECULE.parent}{os.pathsep}/usr/bin"
+    assert env["PATH"] == os.pathsep.join(
+        [str(tmp_path / "bin"), str(molecule.MOLECULE.parent), "/usr/bin"]
+    )
     assert env["X"] == "y"
 
 

@@ -6,7 +6,8 @@ A private cluster for the whole command, started and stopped here, unless
 ``--jobs 1``) streams its output; several run ``--jobs`` at a time, each one's output in a file
 that is printed when it fails and kept when any fails. Each scenario gets a line with its time.
 Every molecule runs in a process group of its own, so SIGINT or SIGTERM stops them all (a
-stopped scenario counts as failed).
+stopped scenario counts as failed). Molecule finds ``dev/playbook.py``'s ``ansible-playbook``
+first on its PATH: the scenarios' module tasks and lookups run warm.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from ansible_operator.dev import playbook
 from ansible_operator.dev.launcher import stop_group
 from ansible_operator.devcluster import binaries
 from ansible_operator.devcluster.cluster import ClusterError, DevCluster
@@ -61,11 +63,12 @@ def check_scenarios(project: Path, wanted: list[str]) -> list[str]:
     return wanted or known
 
 
-def environment(caller: Mapping[str, str], kubeconfig: Path) -> dict[str, str]:
-    """molecule's environment: the cluster for kubernetes.core, this virtualenv first on PATH."""
+def environment(caller: Mapping[str, str], kubeconfig: Path, bin_dir: Path) -> dict[str, str]:
+    """molecule's environment: the cluster for kubernetes.core; on PATH ``bin_dir`` (the warm
+    ``ansible-playbook``), then this virtualenv."""
     env = dict(caller)
     env["K8S_AUTH_KUBECONFIG"] = str(kubeconfig)
-    env["PATH"] = os.pathsep.join([str(MOLECULE.parent), caller.get("PATH", "")])
+    env["PATH"] = os.pathsep.join([str(bin_dir), str(MOLECULE.parent), caller.get("PATH", "")])
     return env
 
 
@@ -142,8 +145,12 @@ def _exited(proc: subprocess.Popen[bytes]) -> bool:
 def run(project: Path, wanted: list[str], jobs: int, environ: Mapping[str, str]) -> int:
     try:
         scenarios = check_scenarios(project, wanted)
-        with cluster(environ) as kubeconfig:
-            runs = Runs(project, environment(environ, kubeconfig))
+        with (
+            cluster(environ) as kubeconfig,
+            tempfile.TemporaryDirectory(prefix="molecule-bin.") as bin_dir,
+        ):
+            playbook.install(Path(bin_dir))
+            runs = Runs(project, environment(environ, kubeconfig, Path(bin_dir)))
             previous = {
                 sig: signal.signal(sig, _stopper(runs)) for sig in (signal.SIGINT, signal.SIGTERM)
             }

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -90,10 +91,25 @@ def check_collections(versions: AnsibleVersions, env: Mapping[str, str] | None =
     """Refuse, in one line, an Ansible that cannot find one of `REQUIRED_COLLECTIONS`: every run
     would fail with "couldn't resolve module" otherwise."""
     environ = dict(os.environ if env is None else env)
-    galaxy = os.path.join(os.path.dirname(versions.playbook), "ansible-galaxy")
-    for name in REQUIRED_COLLECTIONS:
-        listed = _output([galaxy, "collection", "list", name, "--format", "json"], environ)
-        if name not in parse_collections(listed):
+    galaxy = _galaxy(versions.playbook)
+    _check_listed(galaxy, _outputs(_collection_lists(galaxy), environ), environ)
+
+
+def _galaxy(playbook: str) -> str:
+    return os.path.join(os.path.dirname(playbook), "ansible-galaxy")
+
+
+def _collection_lists(galaxy: str) -> list[list[str]]:
+    return [
+        [galaxy, "collection", "list", name, "--format", "json"] for name in REQUIRED_COLLECTIONS
+    ]
+
+
+def _check_listed(
+    galaxy: str, listed: list[str | UnsupportedAnsible], environ: Mapping[str, str]
+) -> None:
+    for name, output in zip(REQUIRED_COLLECTIONS, listed, strict=True):
+        if name not in parse_collections(_text(output)):
             where = environ.get("ANSIBLE_COLLECTIONS_PATH") or "its default paths"
             raise UnsupportedAnsible(
                 f"the Ansible collection {name} is not installed where {galaxy} looks "
@@ -105,32 +121,95 @@ def check_collections(versions: AnsibleVersions, env: Mapping[str, str] | None =
 def probe(runner_executable: str, env: Mapping[str, str] | None = None) -> AnsibleVersions:
     """Ask the executables a run of `runner_executable` uses for their versions."""
     environ = dict(os.environ if env is None else env)
+    playbook = _find_playbook(runner_executable, environ)
+    return _versions(
+        runner_executable, playbook, _outputs(_version_asks(runner_executable, playbook), environ)
+    )
+
+
+def probe_checked(runner_executable: str, env: Mapping[str, str] | None = None) -> AnsibleVersions:
+    """`probe`, `check_supported` and `check_collections` in one: the executables are asked side
+    by side, so an operator's start waits for the slowest of them, not for their sum."""
+    environ = dict(os.environ if env is None else env)
+    playbook = _find_playbook(runner_executable, environ)
+    galaxy = _galaxy(playbook)
+    asks = _version_asks(runner_executable, playbook)
+    outputs = _outputs([*asks, *_collection_lists(galaxy)], environ)
+    found = _versions(runner_executable, playbook, outputs[: len(asks)])
+    check_supported(found)
+    _check_listed(galaxy, outputs[len(asks) :], environ)
+    return found
+
+
+def _find_playbook(runner_executable: str, environ: Mapping[str, str]) -> str:
     playbook = find_ansible_playbook(runner_executable, environ)
     if playbook is None:
         raise UnsupportedAnsible(
             f"ansible-playbook not found beside {runner_executable} nor on PATH; "
             f"install {SUPPORTED_RANGE}"
         )
-    core = parse_core_version(_output([playbook, "--version"], environ))
+    return playbook
+
+
+def _version_asks(runner_executable: str, playbook: str) -> list[list[str]]:
+    return [[playbook, "--version"], [runner_executable, "--version"]]
+
+
+def _versions(
+    runner_executable: str, playbook: str, outputs: list[str | UnsupportedAnsible]
+) -> AnsibleVersions:
+    playbook_output, runner_output = outputs
+    core = parse_core_version(_text(playbook_output))
     if core is None:
         raise UnsupportedAnsible(f"{playbook} --version does not name an ansible-core version")
-    runner = parse_runner_version(_output([runner_executable, "--version"], environ))
+    runner = parse_runner_version(_text(runner_output))
     if runner is None:
         raise UnsupportedAnsible(f"{runner_executable} --version does not name a version")
     return AnsibleVersions(core=core, runner=runner, playbook=playbook)
 
 
-def _output(command: list[str], env: Mapping[str, str]) -> str:
+def _outputs(commands: list[list[str]], env: Mapping[str, str]) -> list[str | UnsupportedAnsible]:
+    """The standard output of each command, all started at once and awaited together; the error
+    of one that could not run in its place (raised by `_text` where its output is read, so the
+    errors come in the order of the checks)."""
+    procs: list[tuple[list[str], subprocess.Popen[str] | UnsupportedAnsible]] = []
     try:
-        done = subprocess.run(
-            command,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=_PROBE_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise UnsupportedAnsible(f"cannot run {' '.join(command)}: {err}") from None
-    return done.stdout
+        for command in commands:
+            try:
+                proc = subprocess.Popen(
+                    command,
+                    env=dict(env),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                )
+            except OSError as err:
+                procs.append(
+                    (command, UnsupportedAnsible(f"cannot run {' '.join(command)}: {err}"))
+                )
+            else:
+                procs.append((command, proc))
+        deadline = time.monotonic() + _PROBE_TIMEOUT
+        outputs: list[str | UnsupportedAnsible] = []
+        for command, started in procs:
+            if isinstance(started, UnsupportedAnsible):
+                outputs.append(started)
+                continue
+            try:
+                out, _ = started.communicate(timeout=max(0.0, deadline - time.monotonic()))
+                outputs.append(out)
+            except subprocess.TimeoutExpired as err:
+                outputs.append(UnsupportedAnsible(f"cannot run {' '.join(command)}: {err}"))
+        return outputs
+    finally:
+        for _, started in procs:
+            if isinstance(started, subprocess.Popen) and started.poll() is None:
+                started.kill()
+                started.communicate()
+
+
+def _text(output: str | UnsupportedAnsible) -> str:
+    if isinstance(output, UnsupportedAnsible):
+        raise output
+    return output

@@ -114,9 +114,7 @@ class Operator:
             chosen = kind(environ=settings.ansible_environ())
             # The Ansible the runs will use, asked once: too old an ansible-core, or one without
             # kubernetes.core, is refused here.
-            ansible = versions.probe(chosen.executable, chosen.environ)
-            versions.check_supported(ansible)
-            versions.check_collections(ansible, chosen.environ)
+            ansible = versions.probe_checked(chosen.executable, chosen.environ)
             if isinstance(chosen, WarmRunner):
                 chosen.start()  # its imports overlap the operator's start
             runner = chosen
