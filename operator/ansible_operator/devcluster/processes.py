@@ -97,12 +97,6 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
-def port_is_listening(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
 def tail(path: Path, lines: int = 15) -> str:
     try:
         text = path.read_text(errors="replace")
