@@ -72,6 +72,17 @@ def test_every_scenario_by_default_and_an_unknown_one_is_one_line(tmp_path, caps
     )
 
 
+def test_a_named_cluster_whose_kubeconfig_is_missing_is_one_line(tmp_path, capsys):
+    project = project_with(tmp_path, "a")
+    missing = tmp_path / "gone.kubeconfig"
+    environ = {molecule.EXISTING_CLUSTER_ENV: str(missing)}
+    assert molecule.run(project, ["a"], 1, environ) == 1
+    assert capsys.readouterr().err == (
+        f"ansible-operator dev molecule: {molecule.EXISTING_CLUSTER_ENV}={missing}: "
+        "no such kubeconfig file\n"
+    )
+
+
 def test_molecule_gets_the_cluster_the_warm_playbook_and_this_virtualenv_on_path(tmp_path):
     env = molecule.environment({"PATH": "/usr/bin", "X": "y"}, tmp_path / "kc", tmp_path / "bin")
     assert env["K8S_AUTH_KUBECONFIG"] == str(tmp_path / "kc")

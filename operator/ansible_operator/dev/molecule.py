@@ -77,7 +77,10 @@ def cluster(environ: Mapping[str, str]) -> Iterator[Path]:
     """The kubeconfig of ``$ANSIBLE_OPERATOR_TEST_KUBECONFIG``, or of a private cluster that is
     stopped and removed afterwards."""
     if environ.get(EXISTING_CLUSTER_ENV):
-        yield Path(environ[EXISTING_CLUSTER_ENV])
+        kubeconfig = Path(environ[EXISTING_CLUSTER_ENV])
+        if not kubeconfig.is_file():
+            raise MoleculeError(f"{EXISTING_CLUSTER_ENV}={kubeconfig}: no such kubeconfig file")
+        yield kubeconfig
         return
     state = Path(tempfile.mkdtemp(prefix="molecule-cluster."))
     dev = DevCluster(state, progress=lambda m: print(f"[dev-cluster] {m}", file=sys.stderr))
