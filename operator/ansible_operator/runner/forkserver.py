@@ -30,7 +30,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_operator.runner import ansiballzcache, routingcache
+from ansible_operator.runner import ansiballzcache, parsedyaml
 
 # Slow to import, read no configuration when imported, used by every run (each may be absent).
 PRELOAD = (
@@ -77,8 +77,7 @@ def preload() -> None:
     for name in PRELOAD:
         with contextlib.suppress(Exception):  # missing or broken: the run imports it, or fails
             importlib.import_module(name)
-    with contextlib.suppress(Exception):
-        routingcache.install()
+    parsedyaml.install()
 
 
 def serve(control: socket.socket) -> None:
