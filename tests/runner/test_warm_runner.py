@@ -209,40 +209,44 @@ def test_an_edited_role_module_or_module_util_is_packaged_anew(
 
 
 @pytest.mark.skipif(
-    CORE >= (2, 19), reason="packages are kept across runs on ansible-core 2.18 (the default) only"
+    CORE >= (2, 19),
+    reason="packages and plugin docs are kept across runs on ansible-core 2.18 (the default) only",
 )
 def test_an_unchanged_module_is_taken_from_the_kept_packages(
     warm: WarmRunner, make_request: MakeRequest
 ) -> None:
-    def kept_packages() -> dict[str, int]:
-        assert warm.server.module_cache is not None
-        kept = Path(warm.server.module_cache).iterdir()
-        return {entry.name: entry.stat().st_ino for entry in kept if not entry.name.startswith(".")}
+    def kept(kind: str) -> dict[str, int]:
+        assert warm.server.kept_directory is not None
+        entries = (Path(warm.server.kept_directory) / kind).iterdir()
+        return {e.name: e.stat().st_ino for e in entries if not e.name.startswith(".")}
 
     request = make_request(role=str(ROLES / "leaker"), skip_facts=True)
     assert run(warm, request).ok
-    first = kept_packages()
+    first = kept("modules")
     assert len(first) == 1  # the role's one module
+    docs = kept("plugin-docs")
+    assert docs, "the plugins' documentation is kept too (plugindocs.py)"
     assert run(warm, make_request(role=str(ROLES / "leaker"), skip_facts=True)).ok
-    assert kept_packages() == first  # read, not packaged and written again
+    assert kept("modules") == first  # read, not packaged and written again
+    assert kept("plugin-docs") == docs  # read, not parsed and written again
 
 
 def test_the_kept_packages_go_with_their_fork_server(
     warm: WarmRunner, make_request: MakeRequest
 ) -> None:
     assert run(warm, make_request(role=str(ROLES / "leaker"), skip_facts=True)).ok
-    killed = warm.server.module_cache
+    killed = warm.server.kept_directory
     assert killed is not None and Path(killed).is_dir()
     warm.server.kill()
     assert not Path(killed).exists()
     assert run(warm, make_request(role=str(ROLES / "leaker"), skip_facts=True)).ok
-    died = warm.server.module_cache
+    died = warm.server.kept_directory
     assert warm.server.process is not None and died is not None and died != killed
     warm.server.process.kill()  # from outside: replaced at the next run
     warm.server.process.wait()
     assert run(warm, make_request(role=str(ROLES / "leaker"), skip_facts=True)).ok
     assert not Path(died).exists()
-    let_go = warm.server.module_cache
+    let_go = warm.server.kept_directory
     assert let_go is not None and let_go != died
     process = warm.server.process
     assert process is not None

@@ -1,9 +1,9 @@
-"""Packaged modules (AnsiballZ zips) kept across warm runs, in a directory of the fork server.
+"""Packaged modules (AnsiballZ zips) kept across warm runs, in the fork server's kept.directory.
 
 Ansible packages each Python module once per ansible-playbook process, into its per-process
 local tmp (`ansiballz_cache/<module fqn>-<compression>`), and a warm run is a new process each
 time: the packaging (parsing the module and its module_utils, zipping them) was redone on every
-run. Here each packaged zip is also kept in `directory`, under a key made of everything that
+run. Here each packaged zip is also kept in `kept.directory`, under a key made of everything that
 picks the files Ansible reads (ansible-core's version and install, this Python, the module's
 path, bytes and compression, the module_utils search paths with their directories' mtimes, the
 collections paths), with the list of files the packaging read and their SHA-256, plus the files
@@ -12,7 +12,7 @@ same content and every missing one is still missing: an edited role `library/` m
 module_utils file is packaged anew. The kept zip is put where Ansible looks for its per-process
 copy, so Ansible's own code then reads it as its own.
 
-`install(directory)` patches Ansible's `module_common`, in the process of a warm run only.
+`install()` patches Ansible's `module_common`, in the process of a warm run only.
 """
 
 from __future__ import annotations
@@ -23,20 +23,18 @@ import importlib
 import json
 import os
 import sys
-import tempfile
 import types
 from pathlib import Path
 from typing import Any
 
-directory: str | None = None
-"""Set by the fork server before it forks runs: its directory of kept zips (None: none kept)."""
+from ansible_operator.runner import kept
 
 
 def install() -> None:
-    """Make Ansible's module packaging reuse the zips kept in `directory`, if one is set."""
-    if directory is None:
+    """Make Ansible's module packaging reuse the zips kept in `kept.directory`, if one is set."""
+    kept_in = kept.directory
+    if kept_in is None:
         return
-    kept_in = directory
     from ansible.release import __version__ as core_version
 
     if not core_version.startswith("2.18."):
@@ -65,10 +63,10 @@ def install() -> None:
             return build(module_name, b_module_data, module_path, module_args, task_vars,
                          templar, module_compression, *args, **kwargs)  # fmt: skip
         key = _key(module_common, b_module_data, module_path, module_compression)
-        kept = Path(kept_in) / key
-        zipdata = _valid_zip(kept)
+        entry = Path(kept_in) / "modules" / key
+        zipdata = _valid_zip(entry)
         if zipdata is not None:
-            _write_atomically(Path(own_copy), zipdata)
+            kept.write_atomically(Path(own_copy), zipdata)
             return build(module_name, b_module_data, module_path, module_args, task_vars,
                          templar, module_compression, *args, **kwargs)  # fmt: skip
         with _recording(module_common) as read:
@@ -76,7 +74,7 @@ def install() -> None:
                            templar, module_compression, *args, **kwargs)  # fmt: skip
         with contextlib.suppress(OSError):  # not a Python module, or a full disk: not kept
             manifest = {"files": read, "zipdata": Path(own_copy).read_text()}
-            _write_atomically(kept, json.dumps(manifest).encode())
+            kept.write_atomically(entry, json.dumps(manifest).encode())
         return result
 
     find_module_utils.kept = True  # type: ignore[attr-defined]
@@ -121,11 +119,11 @@ def _mtime_ns(path: str) -> int:
         return -1
 
 
-def _valid_zip(kept: Path) -> bytes | None:
+def _valid_zip(entry: Path) -> bytes | None:
     """The kept zip if every file its packaging read is unchanged (and every missing one is
     still missing), else None."""
     try:
-        manifest = json.loads(kept.read_bytes())
+        manifest = json.loads(entry.read_bytes())
     except (OSError, ValueError):
         return None
     for path, digest in manifest["files"]:
@@ -179,16 +177,3 @@ def _recording(module_common: Any) -> Any:
         yield read
     finally:
         module_common._slurp, module_common.pkgutil = slurp, pkgutil
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, part = tempfile.mkstemp(dir=path.parent, prefix=".part-")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(part, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(part)
-        raise

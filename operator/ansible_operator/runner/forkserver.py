@@ -6,13 +6,13 @@ yaml, the Kubernetes client, cryptography...), and then waits. Nothing of Ansibl
 imported here: `ansible.constants` and the plugin loaders read the environment and ansible.cfg
 when imported, so each run imports them itself, in its own environment (see warmrun.py).
 
-Its second argument is the directory where its runs keep packaged modules (ansiballzcache.py),
-removed when it exits. Protocol, over the SOCK_SEQPACKET socket given as the first argument (its
-descriptor number): each
-message carries three descriptors, a stream socket for the run, its output file and its run lock.
-The run socket brings one JSON line (argv, env, cwd, marker); the server forks, answers with
-`{"pid": N}` and, when the child ends, `{"status": <wait status>}`. End of file on stdin (the
-operator let it go, or is gone) stops the server once the runs it forked have ended.
+Its second argument is the directory where its runs keep what they reuse (kept.py), removed when
+it exits. Protocol, over the SOCK_SEQPACKET socket given as the first argument (its descriptor
+number): each message carries three descriptors, a stream socket for the run, its output file
+and its run lock. The run socket brings one JSON line (argv, env, cwd, marker); the server
+forks, answers with `{"pid": N}` and, when the child ends, `{"status": <wait status>}`. End of
+file on stdin (the operator let it go, or is gone) stops the server once the runs it forked have
+ended.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_operator.runner import ansiballzcache, parsedyaml
+from ansible_operator.runner import kept, parsedyaml
 
 # Slow to import, read no configuration when imported, used by every run (each may be absent).
 PRELOAD = (
@@ -188,12 +188,12 @@ def _child(request: dict[str, Any], output: int, lock: int) -> None:
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     preload()
-    # Packaged modules kept for this server's runs (ansiballzcache.py); gone with the server.
-    ansiballzcache.directory = sys.argv[2]
+    # What this server's runs keep for each other (kept.py); gone with the server.
+    kept.directory = sys.argv[2]
     try:
         serve(control)
     finally:
-        shutil.rmtree(ansiballzcache.directory, ignore_errors=True)
+        shutil.rmtree(kept.directory, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -143,7 +143,7 @@ class ForkServer:
         self.control: socket.socket | None = None
         self.runs = 0  # forked by the current server
         self.started = 0  # servers started so far
-        self.module_cache: str | None = None  # the current server's, which removes it on exit
+        self.kept_directory: str | None = None  # the current server's, which removes it on exit
 
     def start(self) -> None:
         """Start the server now if none is usable (it imports in the background)."""
@@ -151,13 +151,13 @@ class ForkServer:
             return
         self.close()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        module_cache = tempfile.mkdtemp(prefix="ansible-operator-modules-")
+        kept_directory = tempfile.mkdtemp(prefix="ansible-operator-kept-")
         command = [
             self.python,
             "-m",
             "ansible_operator.runner.forkserver",
             str(theirs.fileno()),
-            module_cache,
+            kept_directory,
         ]
         try:
             with theirs:
@@ -171,10 +171,10 @@ class ForkServer:
                 )
         except OSError as err:
             ours.close()
-            shutil.rmtree(module_cache, ignore_errors=True)
+            shutil.rmtree(kept_directory, ignore_errors=True)
             raise RunnerError(f"cannot start the warm runner's fork server: {err}") from err
         self.control = ours
-        self.module_cache = module_cache
+        self.kept_directory = kept_directory
         self.runs = 0
         self.started += 1
 
@@ -182,8 +182,8 @@ class ForkServer:
         """Let the server go: it exits once the runs it forked have ended."""
         if self.process is not None and self.process.stdin is not None:
             self.process.stdin.close()
-        if self.process is not None and self.process.poll() is not None and self.module_cache:
-            shutil.rmtree(self.module_cache, ignore_errors=True)  # dead: it could not remove it
+        if self.process is not None and self.process.poll() is not None and self.kept_directory:
+            shutil.rmtree(self.kept_directory, ignore_errors=True)  # dead: it could not remove it
         if self.control is not None:
             self.control.close()
         self.process = None
