@@ -229,6 +229,11 @@ def test_an_unchanged_module_is_taken_from_the_kept_packages(
     assert run(warm, make_request(role=str(ROLES / "leaker"), skip_facts=True)).ok
     assert kept("modules") == first  # read, not packaged and written again
     assert kept("plugin-docs") == docs  # read, not parsed and written again
+    # Another CR's run: its own input dir (and collections path in it), the same packages.
+    other = Path(request.private_data_dir).with_name("thing-2")
+    assert run(warm, make_request(role=str(ROLES / "leaker"), skip_facts=True,
+                                  private_data_dir=other)).ok  # fmt: skip
+    assert kept("modules") == first
 
 
 def test_the_kept_packages_go_with_their_fork_server(

@@ -1,16 +1,16 @@
 """Packaged modules (AnsiballZ zips) kept across warm runs, in the fork server's kept.directory.
 
-Ansible packages each Python module once per ansible-playbook process, into its per-process
-local tmp (`ansiballz_cache/<module fqn>-<compression>`), and a warm run is a new process each
-time: the packaging (parsing the module and its module_utils, zipping them) was redone on every
-run. Here each packaged zip is also kept in `kept.directory`, under a key made of everything that
-picks the files Ansible reads (ansible-core's version and install, this Python, the module's
-path, bytes and compression, the module_utils search paths with their directories' mtimes, the
-collections paths), with the list of files the packaging read and their SHA-256, plus the files
-it looked for and did not find. A run takes a kept zip only if every listed file still has the
-same content and every missing one is still missing: an edited role `library/` module or
-module_utils file is packaged anew. The kept zip is put where Ansible looks for its per-process
-copy, so Ansible's own code then reads it as its own.
+Ansible packages each Python module once per ansible-playbook process, into its per-process local
+tmp (`ansiballz_cache/<module fqn>-<compression>`), and a warm run is a new process each time: the
+packaging (parsing the module and its module_utils, zipping them) was redone on every run. Here each
+packaged zip is also kept in `kept.directory`, under a key made of everything that picks the files
+Ansible reads (ansible-core's version and install, this Python, the module's path, bytes and
+compression, the module_utils search paths with their directories' mtimes, the collections paths
+that exist), with the list of files the packaging read and their SHA-256, plus the files it looked
+for and did not find. A run takes a kept zip only if every listed file still has the same content
+and every missing one is still missing: an edited role `library/` module or module_utils file is
+packaged anew. The kept zip is put where Ansible looks for its per-process copy, so Ansible's own
+code then reads it as its own.
 
 `install()` patches Ansible's `module_common`, in the process of a warm run only.
 """
@@ -107,7 +107,9 @@ def _key(module_common: Any, module: bytes, path: str, compression: str) -> str:
         hashlib.sha256(module).hexdigest(),
         # A file added to a search directory can shadow one found later: its mtime changes.
         *(f"{p}@{_mtime_ns(p)}" for p in search),
-        *AnsibleCollectionConfig.collection_paths,
+        # Only those that exist: each CR's input dir adds its own `project/collections`, which
+        # is rarely there, and would otherwise make every CR package its modules anew.
+        *(p for p in AnsibleCollectionConfig.collection_paths if os.path.isdir(p)),
     ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 

@@ -54,6 +54,7 @@ PRELOAD = (
     "ansible.module_utils.basic",
     "ansible.module_utils.facts.compat",
     "ansible.module_utils.facts.default_collectors",
+    "ansible.module_utils.urls",  # kubernetes.core's and operator_sdk.util's modules import it
     "urllib3",
     "requests",
     "kubernetes.client",
