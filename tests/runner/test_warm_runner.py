@@ -66,6 +66,12 @@ def test_nothing_a_role_leaves_behind_reaches_the_next_task_or_run(
         assert module_run["in_process"] is warm
         assert module_run["controller_loaded"] is warm
     assert (first["task_env"], second["task_env"]) == ("set", "")
+    # What the Kubernetes client read from KUBECONFIG when the fork server imported it is read
+    # again for the run, and for a task's environment.
+    assert (first["default_kubeconfig"], second["default_kubeconfig"]) == (
+        "/set/by/task",
+        str(make_request(role=str(ROLES / "leaker")).kubeconfig),
+    )
     assert seen[0]["filter"] == {"calls": 1, "leaked_env": "", "cwd_is_root": False}
 
 

@@ -130,6 +130,7 @@ def _payload_child(
         as_new_interpreter()
         os.environ.update(assignments)
         os.environ[IN_PROCESS_ENV] = "1"
+        reread_environment()
         with contextlib.suppress(RuntimeError):  # then /proc shows the worker's: same marker
             proctitle.show_as([sys.executable], os.environ)
         sys.argv = ["-"]  # as `python -`; two arguments would select AnsiballZ's debug mode
@@ -185,6 +186,25 @@ class PayloadFinder(importlib.abc.MetaPathFinder):
             if spec is not None:
                 return spec
         return None
+
+
+def reread_environment() -> None:
+    """Re-read what preloaded modules read from the environment when imported, now that this
+    process has its run's (or task's) environment, as a new interpreter would have read it."""
+    kube_config = sys.modules.get("kubernetes.config.kube_config")
+    if kube_config is not None:  # load_kube_config()'s default file
+        default = os.environ.get("KUBECONFIG", "~/.kube/config")
+        setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", default)  # noqa: B010
+    runner_main = sys.modules.get("ansible_runner.__main__")
+    if runner_main is not None:  # defaults of ansible-runner's command line
+        for name, variable in (
+            ("DEFAULT_ROLES_PATH", "ANSIBLE_ROLES_PATH"),
+            ("DEFAULT_RUNNER_BINARY", "RUNNER_BINARY"),
+            ("DEFAULT_RUNNER_PLAYBOOK", "RUNNER_PLAYBOOK"),
+            ("DEFAULT_RUNNER_ROLE", "RUNNER_ROLE"),
+            ("DEFAULT_RUNNER_MODULE", "RUNNER_MODULE"),
+        ):
+            setattr(runner_main, name, os.environ.get(variable))
 
 
 def as_new_interpreter() -> None:

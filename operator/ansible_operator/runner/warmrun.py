@@ -48,6 +48,7 @@ def run(request: Mapping[str, Any], lock: int) -> int:
 def _take_environment(env: Mapping[str, str]) -> None:
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in env.items()})
+    warmexec.reread_environment()
 
 
 def _in_process_spawn_class(base: type) -> type:
