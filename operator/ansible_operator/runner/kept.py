@@ -3,7 +3,8 @@
 A warm run is a new ansible-playbook process each time, so what Ansible caches per process is
 lost at its end. The fork server makes a private directory (its second argument, removed when it
 exits) where runs keep what is expensive and depends on content alone: packaged modules
-(ansiballzcache.py) and parsed plugin documentation (plugindocs.py). A reader checks what it
+(ansiballzcache.py), parsed plugin documentation (plugindocs.py) and compiled collection code
+(codecache.py). A reader checks what it
 takes, and a writer replaces files whole, so runs side by side never see a half-written one.
 """
 

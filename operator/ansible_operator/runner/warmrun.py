@@ -7,8 +7,9 @@ start of `ansible-playbook` changes: pexpect still forks the child on a pseudo-t
 that child runs ansible-playbook's CLI in-process instead of exec-ing a new interpreter. Ansible
 itself is first imported there, in the run's environment, so ansible.cfg and every ANSIBLE_*
 variable are read per run. Module tasks on localhost then run in forks of Ansible's worker
-processes (warmexec.py), from packages kept across runs (ansiballzcache.py), and plugin
-documentation is parsed once for all runs (plugindocs.py).
+processes (warmexec.py), from packages kept across runs (ansiballzcache.py); plugin
+documentation is parsed (plugindocs.py) and collection code compiled (codecache.py) once for all
+runs.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_operator.runner import ansiballzcache, plugindocs, proctitle, warmexec
+from ansible_operator.runner import ansiballzcache, codecache, plugindocs, proctitle, warmexec
 from ansible_operator.runner.warmexec import as_new_interpreter, exit_code, run_as_program
 
 
@@ -100,6 +101,7 @@ def _playbook_child(argv: list[str], env: dict[str, str]) -> None:
         warmexec.install()
         ansiballzcache.install()
         plugindocs.install()
+        codecache.install()
         from ansible.cli.playbook import main
 
         main(argv)
