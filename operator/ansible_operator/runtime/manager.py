@@ -112,11 +112,13 @@ class Operator:
             # As upstream, the path flags are the roles' and collections' paths of every run.
             kind = WarmRunner if settings.runner == "warm" else ColdRunner
             chosen = kind(environ=settings.ansible_environ())
+            if isinstance(chosen, WarmRunner):
+                # Its imports overlap the probe below and the operator's start; a refused start
+                # ends this process, and the server with it (end of file on its stdin).
+                chosen.start()
             # The Ansible the runs will use, asked once: too old an ansible-core, or one without
             # kubernetes.core, is refused here.
             ansible = versions.probe_checked(chosen.executable, chosen.environ)
-            if isinstance(chosen, WarmRunner):
-                chosen.start()  # its imports overlap the operator's start
             runner = chosen
         elif ansible is None:
             raise ValueError("a runner given without the Ansible versions it runs")
