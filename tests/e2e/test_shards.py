@@ -260,8 +260,12 @@ def each_replica_receives(
             for replica in group:
                 start_sharded(replica, *STRUCTURED_LOG)
             wait_until(lambda: balanced(group), what="two replicas to share the shards")
+            balanced_at = time.monotonic()
             names = create_crs(crs, namespace, 20, journal)
             wait_until(lambda: set(journal.ended()) == set(names), what="every CR reconciled")
+            # A replica's watch takes its new share's selector when it next reconnects, within
+            # the server timeout it asks for (the lease duration): only then is the change made.
+            time.sleep(max(0.0, balanced_at + LEASE_DURATION + 5 - time.monotonic()))
             marks = {r.name: len(r.log()) for r in group}
             changed_at = time.time()
             for name in names:
