@@ -22,8 +22,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ansible_operator.devcluster import binaries, deploy
+
 from .project import (
     CONFIG,
+    REPO,
     RepoOperator,
     crd_plurals,
     install_repo_crds,
@@ -290,3 +293,17 @@ def test_testing_rbac_is_enough_for_every_sample(testing, cluster, crs, tmp_path
     finally:
         op.stop()
         print(f"---- operator log ({op.log_path}) ----\n{op.log()[-20000:]}", file=sys.stderr)
+
+
+def test_the_ha_config_renders_three_sharded_replicas_with_a_budget_and_spread():
+    docs = list(
+        yaml.safe_load_all(deploy.render(binaries.find()["kubectl"], REPO, "reg/op:1", "ha"))
+    )
+    (manager,) = [d for d in docs if d["kind"] == "Deployment"]
+    spec = manager["spec"]
+    args = spec["template"]["spec"]["containers"][0]["args"]
+    assert spec["replicas"] == 3
+    assert "--shards=auto" in args and "--leader-elect" not in args
+    assert spec["template"]["spec"]["affinity"]["podAntiAffinity"]
+    (budget,) = [d for d in docs if d["kind"] == "PodDisruptionBudget"]
+    assert budget["spec"]["selector"] == spec["selector"]

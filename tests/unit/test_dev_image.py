@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from ansible_operator.devcluster import deploy, image
 
@@ -54,22 +53,6 @@ def test_a_bad_build_arg_is_refused_in_one_line(capsys):
 
     assert cli.main(["dev-image", "build", "--build-arg", "NOEQUALS"]) == 1
     assert "'NOEQUALS' is not KEY=VALUE" in capsys.readouterr().err
-
-
-def test_the_ha_config_renders_three_sharded_replicas_with_a_budget_and_spread():
-    from ansible_operator.devcluster import binaries
-
-    docs = list(
-        yaml.safe_load_all(deploy.render(binaries.find()["kubectl"], REPO, "reg/op:1", "ha"))
-    )
-    (manager,) = [d for d in docs if d["kind"] == "Deployment"]
-    spec = manager["spec"]
-    args = spec["template"]["spec"]["containers"][0]["args"]
-    assert spec["replicas"] == 3
-    assert "--shards=auto" in args and "--leader-elect" not in args
-    assert spec["template"]["spec"]["affinity"]["podAntiAffinity"]
-    (budget,) = [d for d in docs if d["kind"] == "PodDisruptionBudget"]
-    assert budget["spec"]["selector"] == spec["selector"]
 
 
 def test_an_unknown_config_is_refused_in_one_line(tmp_path):
