@@ -89,6 +89,21 @@ def test_each_run_reads_its_own_ansible_settings(
         assert result.outcome.artifact_data == {"roles_path_seen": which}
 
 
+def test_a_run_leaves_no_local_temporary_directory_behind(
+    runner: ColdRunner, make_request: MakeRequest, tmp_path: Path
+) -> None:
+    # Ansible makes its local temporary directory when imported and removes it at exit.
+    local = tmp_path / "local-tmp"
+    for role in ("leaker", "greeter"):  # a module task (packaged there), and a debug task
+        request = make_request(
+            role=str(ROLES / role), skip_facts=True, extra_env={"ANSIBLE_LOCAL_TEMP": str(local)}
+        )
+        result = run(runner, request)
+        assert result.ok, result.outcome.failures
+    assert local.is_dir()  # it was used
+    assert list(local.iterdir()) == []
+
+
 def test_a_run_whose_process_is_killed_fails_saying_so_and_the_next_run_works(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:

@@ -17,6 +17,7 @@ ended.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import json
@@ -163,6 +164,7 @@ def _reply(conn: socket.socket, message: dict[str, Any]) -> None:
 def _child(request: dict[str, Any], output: int, lock: int) -> None:
     """The run's process: alone in a session, with the run's descriptors only, then the run."""
     code = 1
+    atexit._clear()  # the server's; the run's own run at its end, as in a new interpreter
     try:
         os.setsid()
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -181,6 +183,7 @@ def _child(request: dict[str, Any], output: int, lock: int) -> None:
             traceback.print_exc()
     finally:
         with contextlib.suppress(BaseException):
+            atexit._run_exitfuncs()
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)

@@ -15,6 +15,7 @@ the builtin local connection unchanged.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.abc
 import importlib.machinery
@@ -144,8 +145,11 @@ def _payload_child(
 def run_as_program(program: Callable[[], object]) -> NoReturn:
     """Run `program` as the whole of a forked child: its `SystemExit` is the exit status, any
     other exception is printed and exits 1. Never returns: `os._exit`, so nothing
-    of the parent (atexit hooks, buffered output, the event loop) runs again in the child."""
+    of the parent (atexit hooks, buffered output, the event loop) runs again in the child. The
+    atexit hooks the program itself registers do run at its end, as at a new interpreter's exit
+    (Ansible removes its local temporary directory in one)."""
     code = 1
+    atexit._clear()  # the parent's
     try:
         try:
             program()
@@ -158,6 +162,7 @@ def run_as_program(program: Callable[[], object]) -> NoReturn:
         traceback.print_exc()
     finally:
         try:
+            atexit._run_exitfuncs()  # prints, as the interpreter does, a hook's exception
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
