@@ -29,9 +29,10 @@ import socket
 import sys
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner import kept, parsedyaml
+from ansible_operator.runner import kept, parsedyaml, zygote
 
 # Slow to import, read no configuration when imported, used by every run (each may be absent).
 PRELOAD = (
@@ -67,12 +68,24 @@ PRELOAD = (
 REQUEST_READ_TIMEOUT = 10.0  # seconds for the operator to send a request it announced
 _MAX_REQUEST = 64 * 1024 * 1024
 _FDS_PER_REQUEST = 3
+MAX_ZYGOTES = 4  # kinds of run with a zygote at once; the least recently used goes first
+_PR_SET_PDEATHSIG = 1
 
 
 @dataclass
 class _Child:
     pid: int
     conn: socket.socket
+
+
+@dataclass
+class _Zygote:
+    kind: str
+    pid: int
+    control: socket.socket  # the server's end
+    stamp: tuple[int, int, int]  # of the record it was started from
+    digest: str
+    ready: bool = False
 
 
 def preload() -> None:
@@ -82,64 +95,193 @@ def preload() -> None:
     parsedyaml.install()
 
 
-def serve(control: socket.socket) -> None:
-    """Answer requests until stdin closes, then report the runs under way as they end."""
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for the operator to handle
-    selector = selectors.DefaultSelector()
-    selector.register(0, selectors.EVENT_READ, "stdin")
-    selector.register(control, selectors.EVENT_READ, "control")
-    running = 0
-    accepting = True
-    while accepting or running:
-        for key, _ in selector.select():
-            if key.data == "stdin":
-                if not os.read(0, 4096):  # the operator let this server go, or is gone
-                    accepting = False
-                    selector.unregister(0)
-                    selector.unregister(control)
-            elif key.data == "control":
-                child = _accept(control)
-                if child is not None:
-                    selector.register(os.pidfd_open(child.pid), selectors.EVENT_READ, child)
-                    running += 1
-            else:
-                child = key.data
-                selector.unregister(key.fd)
-                os.close(key.fd)
-                _, status = os.waitpid(child.pid, 0)
-                _reply(child.conn, {"status": status})
-                child.conn.close()
-                running -= 1
+class Server:
+    """Forks runs, or hands them to the zygote of their kind (zygote.py); a zygote serves its
+    runs with `zygotes=False`."""
 
+    def __init__(self, control: socket.socket, *, zygotes: bool = True) -> None:
+        self.control = control
+        self.selector = selectors.DefaultSelector()
+        self.running = 0  # runs and zygotes forked, not yet ended
+        self.accepting = True
+        self.with_zygotes = zygotes
+        self.zygotes: dict[str, _Zygote] = {}  # by kind, least recently used first
+        self.refused: set[str] = set()  # digests of the records whose zygote refused
 
-def _accept(control: socket.socket) -> _Child | None:
-    """Receive one request and fork its run; None if the request was unusable."""
-    fds: list[int] = []
-    with contextlib.suppress(OSError):
-        _, fds, _, _ = socket.recv_fds(control, 16, _FDS_PER_REQUEST)
-    if len(fds) != _FDS_PER_REQUEST:
-        for fd in fds:
-            os.close(fd)
+    def serve(self) -> None:
+        """Answer requests until stdin or the control socket closes, then wait for the runs and
+        zygotes under way to end."""
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for the operator to handle
+        self.selector.register(0, selectors.EVENT_READ, "stdin")
+        self.selector.register(self.control, selectors.EVENT_READ, "control")
+        while self.accepting or self.running:
+            for key, _ in self.selector.select():
+                if key.data == "stdin":
+                    if not os.read(0, 4096):  # the operator let this server go, or is gone
+                        self._stop_accepting()
+                elif key.data == "control":
+                    self._accept()
+                elif isinstance(key.data, _Zygote):  # it says it is ready, or it ended
+                    ready = key.data
+                    with contextlib.suppress(OSError):
+                        ready.ready = ready.control.recv(16) == b"ready"
+                    if not ready.ready:
+                        self._let_go(ready)
+                else:
+                    self._ended(key.fd, key.data)
+
+    def _stop_accepting(self) -> None:
+        if self.accepting:
+            self.accepting = False
+            self.selector.unregister(0)
+            self.selector.unregister(self.control)
+            for started in list(self.zygotes.values()):
+                self._let_go(started)
+
+    def _ended(self, pidfd: int, what: _Child | tuple[str, _Zygote]) -> None:
+        self.selector.unregister(pidfd)
+        os.close(pidfd)
+        self.running -= 1
+        if isinstance(what, _Child):
+            _, status = os.waitpid(what.pid, 0)
+            _reply(what.conn, {"status": status})
+            what.conn.close()
+            return
+        _, ended = what
+        _, status = os.waitpid(ended.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            self.refused.add(ended.digest)
+        self._let_go(ended)
+
+    def _accept(self) -> None:
+        """Receive one request (its kind, and three descriptors) and fork its run, or hand it
+        to its kind's zygote."""
+        message, fds = b"", list[int]()
+        with contextlib.suppress(OSError):
+            message, fds, _, _ = socket.recv_fds(self.control, 64, _FDS_PER_REQUEST)
+        if not message and not fds:  # the other end closed
+            self._stop_accepting()
+            return
+        try:
+            if len(fds) != _FDS_PER_REQUEST:
+                return
+            kind = message.decode(errors="replace")
+            ready = self._zygote_for(kind) if self.with_zygotes else None
+            if ready is not None:
+                try:
+                    socket.send_fds(ready.control, [message], fds)
+                    return
+                except OSError:
+                    self._let_go(ready)
+            self._fork_run(kind, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _fork_run(self, kind: str, fds: list[int]) -> None:
+        conn = socket.socket(fileno=os.dup(fds[0]))
+        try:
+            request = _read_request(conn)
+            request["kind"] = kind
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                _child(request, fds[1], fds[2])  # never returns
+            _reply(conn, {"pid": pid})
+        except (OSError, ValueError) as err:
+            _reply(conn, {"error": str(err)})
+            conn.close()
+            return
+        self.selector.register(os.pidfd_open(pid), selectors.EVENT_READ, _Child(pid, conn))
+        self.running += 1
+
+    def _zygote_for(self, kind: str) -> _Zygote | None:
+        """The ready zygote of this kind; starts one if the kind has a usable record."""
+        stamp = _stamp(zygote.record_path(kind))
+        current = self.zygotes.get(kind)
+        if current is not None and current.stamp != stamp:  # its record was removed or replaced
+            self._let_go(current)
+            current = None
+        if current is not None:
+            self.zygotes[kind] = self.zygotes.pop(kind)  # now the most recently used
+            return current if current.ready else None
+        if stamp is None or not self.accepting:
+            return None
+        record = zygote.read_record(kind)
+        if record is None or record.digest in self.refused:
+            return None
+        while len(self.zygotes) >= MAX_ZYGOTES:
+            self._let_go(next(iter(self.zygotes.values())))
+        self._start_zygote(kind, record, stamp)
         return None
-    conn = socket.socket(fileno=fds[0])
-    output, lock = fds[1], fds[2]
-    try:
-        request = _read_request(conn)
+
+    def _start_zygote(self, kind: str, record: zygote.Record, stamp: tuple[int, int, int]) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _child(request, output, lock)  # never returns
-        _reply(conn, {"pid": pid})
-        return _Child(pid, conn)
-    except (OSError, ValueError) as err:
-        _reply(conn, {"error": str(err)})
-        conn.close()
+            _zygote_process(record, theirs)  # never returns
+        theirs.close()
+        started = _Zygote(kind, pid, ours, stamp, record.digest)
+        self.zygotes[kind] = started
+        self.selector.register(ours, selectors.EVENT_READ, started)
+        self.selector.register(os.pidfd_open(pid), selectors.EVENT_READ, ("zygote", started))
+        self.running += 1
+
+    def _let_go(self, started: _Zygote) -> None:
+        """Hand no more runs to a zygote; it exits once the runs it forked have ended."""
+        if self.zygotes.get(started.kind) is started:
+            del self.zygotes[started.kind]
+        if started.control.fileno() != -1:
+            self.selector.unregister(started.control)
+            started.control.close()
+
+
+def _stamp(path: Path | None) -> tuple[int, int, int] | None:
+    try:
+        info = os.stat(path) if path is not None else None
+    except OSError:
         return None
+    return None if info is None else (info.st_mtime_ns, info.st_size, info.st_ino)
+
+
+def _zygote_process(record: zygote.Record, control: socket.socket) -> None:
+    """A new zygote: the controller imported as `record`'s run did, then the runs of its kind
+    forked on request. It dies with the server, and its runs are then reported lost, as the
+    server's are."""
+    code = zygote.REFUSED
+    atexit._clear()  # the server's; its own (its local temporary directory) run at its end
+    try:
+        _die_with_parent()
+        os.closerange(3, control.fileno())
+        os.closerange(control.fileno() + 1, os.sysconf("SC_OPEN_MAX"))
+        zygote.prepare(record)
+        control.send(b"ready")
+        Server(control, zygotes=False).serve()
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else zygote.REFUSED
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
     finally:
-        os.close(output)
-        os.close(lock)
+        with contextlib.suppress(BaseException):
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _die_with_parent() -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:  # the server died before that took effect
+        os._exit(zygote.REFUSED)
 
 
 def _read_request(conn: socket.socket) -> dict[str, Any]:
@@ -195,7 +337,7 @@ def main() -> None:
     # What this server's runs keep for each other (kept.py); gone with the server.
     kept.directory = sys.argv[2]
     try:
-        serve(control)
+        Server(control).serve()
     finally:
         shutil.rmtree(kept.directory, ignore_errors=True)
 

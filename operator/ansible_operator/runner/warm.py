@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner import proctitle, proctree
+from ansible_operator.runner import proctitle, proctree, zygote
 from ansible_operator.runner.process import ColdRunner
 from ansible_operator.runner.types import RunnerError
 
@@ -201,25 +201,27 @@ class ForkServer:
         self, argv: list[str], env: Mapping[str, str], marker: str, output: int, lock: int
     ) -> ForkedRun:
         """Fork one run; a server that does not answer is replaced and asked once more."""
-        request = json.dumps(
-            {"argv": argv, "env": dict(env), "cwd": os.getcwd(), "marker": marker}
-        ).encode()
+        cwd = os.getcwd()
+        request = json.dumps({"argv": argv, "env": dict(env), "cwd": cwd, "marker": marker})
+        kind = zygote.routing_key(argv, env, cwd).encode()
         for attempt in (1, 2):
             self.start()
             try:
-                return await self._fork_once(request + b"\n", marker, output, lock)
+                return await self._fork_once(kind, request.encode() + b"\n", marker, output, lock)
             except ForkServerLost:
                 self.kill()
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
 
-    async def _fork_once(self, request: bytes, marker: str, output: int, lock: int) -> ForkedRun:
+    async def _fork_once(
+        self, kind: bytes, request: bytes, marker: str, output: int, lock: int
+    ) -> ForkedRun:
         assert self.control is not None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         with theirs:
             try:
-                socket.send_fds(self.control, [b"r"], [theirs.fileno(), output, lock])
+                socket.send_fds(self.control, [kind], [theirs.fileno(), output, lock])
             except OSError as err:
                 ours.close()
                 raise ForkServerLost(f"the warm runner's fork server is gone: {err}") from err

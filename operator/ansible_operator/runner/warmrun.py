@@ -19,7 +19,14 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_operator.runner import ansiballzcache, codecache, plugindocs, proctitle, warmexec
+from ansible_operator.runner import (
+    ansiballzcache,
+    codecache,
+    plugindocs,
+    proctitle,
+    warmexec,
+    zygote,
+)
 from ansible_operator.runner.warmexec import as_new_interpreter, exit_code, run_as_program
 
 
@@ -36,7 +43,8 @@ def run(request: Mapping[str, Any], lock: int) -> int:
     as_new_interpreter()
     import pexpect
 
-    pexpect.spawn = _in_process_spawn_class(pexpect.spawn)  # type: ignore[misc]
+    kind = str(request.get("kind") or "")
+    pexpect.spawn = _in_process_spawn_class(pexpect.spawn, kind)  # type: ignore[misc]
     from ansible_runner.__main__ import main
 
     sys.argv = argv
@@ -52,7 +60,7 @@ def _take_environment(env: Mapping[str, str]) -> None:
     warmexec.reread_environment()
 
 
-def _in_process_spawn_class(base: type) -> type:
+def _in_process_spawn_class(base: type, kind: str) -> type:
     """pexpect.spawn, but `ansible-playbook` runs in the forked child instead of being exec-ed."""
 
     class InProcessSpawn(base):  # type: ignore[valid-type,misc]
@@ -72,7 +80,7 @@ def _in_process_spawn_class(base: type) -> type:
                 def run_playbook() -> None:
                     if previous is not None:
                         previous()
-                    _playbook_child(argv, dict(env))
+                    _playbook_child(argv, dict(env), kind)
 
                 preexec_fn = run_playbook
             return super()._spawn(command, args, preexec_fn, dimensions)
@@ -87,8 +95,11 @@ def _in_process_spawn_class(base: type) -> type:
     return InProcessSpawn
 
 
-def _playbook_child(argv: list[str], env: dict[str, str]) -> None:
-    """In the pseudo-terminal's child: ansible-playbook's CLI, then exit (never returns)."""
+def _playbook_child(argv: list[str], env: dict[str, str], kind: str) -> None:
+    """In the pseudo-terminal's child: ansible-playbook's CLI, then exit (never returns).
+
+    Forked from a zygote (zygote.py) whose controller does not fit this run, it execs a new
+    ansible-playbook instead; not forked from one, it records its kind's for the fork server."""
 
     def playbook() -> None:
         # ptyprocess's child left open its pipe that reports a failed exec; a run never execs,
@@ -96,6 +107,10 @@ def _playbook_child(argv: list[str], env: dict[str, str]) -> None:
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         as_new_interpreter()  # SIGHUP stays ignored, as pexpect asked
         _take_environment(env)
+        cwd = os.getcwd()
+        if zygote.snapshot is not None and not zygote.adopt():
+            zygote.forget(kind)
+            os.execvpe(argv[0], argv, env)
         proctitle.show_as(argv, os.environ)
         sys.argv = argv
         warmexec.install()
@@ -104,6 +119,10 @@ def _playbook_child(argv: list[str], env: dict[str, str]) -> None:
         codecache.install()
         from ansible.cli.playbook import main
 
-        main(argv)
+        try:
+            main(argv)
+        finally:
+            if zygote.snapshot is None and kind:
+                zygote.write_record(kind, env, cwd)
 
     run_as_program(playbook)
