@@ -19,7 +19,7 @@ def closing_pauses(child: pexpect.spawn) -> list[float]:
 
 
 def test_closing_an_ended_child_does_not_pause():
-    spawn = warmrun._in_process_spawn_class(pexpect.spawn)
+    spawn = warmrun._in_process_spawn_class(pexpect.spawn, kind="")
     child = spawn("true")
     child.expect(pexpect.EOF, timeout=60)
     child.wait()
@@ -28,7 +28,7 @@ def test_closing_an_ended_child_does_not_pause():
 
 
 def test_closing_a_running_child_still_gives_it_time_then_stops_it():
-    spawn = warmrun._in_process_spawn_class(pexpect.spawn)
+    spawn = warmrun._in_process_spawn_class(pexpect.spawn, kind="")
     child = spawn("sleep", ["600"])
     pauses = closing_pauses(child)
     assert child.ptyproc.delayafterclose in pauses  # the hangup's grace, as pexpect gives it
