@@ -14,11 +14,12 @@ run of the same kind, and then forks the runs of that kind as the server does.
   environment, working directory and imported controller modules (`write_record`); the fork
   server starts the kind's zygote from it (`prepare`) when the next run of that kind comes.
 - Check (`adopt`): the ansible-playbook of a run forked from a zygote compares what it would
-  read itself (the variables, the ini file Ansible finds and its content, every setting) with
-  what the zygote read. Equal: it keeps the zygote's modules and redoes what belongs to one
-  process (the local temporary directory, the fact cache's directory, the display's terminal,
-  the ids of tasks). Different: it removes the record and execs a new ansible-playbook, as a
-  cold run does; the kind's next run records anew.
+  read itself (the variables, the ini file Ansible finds and its content, the path settings,
+  which a relative path makes the working directory's) with what the zygote read. Equal: it
+  keeps the zygote's modules and redoes what belongs to one process (the local temporary
+  directory, the fact cache's directory, the display's terminal, colours, the ids of tasks).
+  Different: it removes the record and execs a new ansible-playbook, as a cold run does; the
+  kind's next run records anew.
 - A zygote whose imports print anything (a configuration warning, which each run must show) or
   fail exits, and its record is not used again.
 """
@@ -54,6 +55,7 @@ _SETTING_ENV = frozenset(
 )
 _SETTING_PREFIXES = ("ANSIBLE_", "_ANSIBLE_", "LC_")
 _TEMPORARY_TYPES = ("tmp", "temppath", "tmppath")  # made anew (mkdtemp) when evaluated
+_PATH_TYPES = ("path", "pathspec", "pathlist")  # a relative path is the working directory's
 REFUSED = 3
 """A zygote's exit status when its imports printed something or failed."""
 ADOPTED_ENV = "ANSIBLE_OPERATOR_WARM_CONTROLLER"
@@ -77,7 +79,8 @@ class Snapshot:
     setting_env: dict[str, str]
     config_file: str | None
     config_digest: str | None
-    settings: dict[str, Any]
+    settings: dict[str, Any]  # path settings a variable or the ini file gave
+    per_run: list[str]  # settings made anew for each run
 
 
 snapshot: Snapshot | None = None
@@ -155,7 +158,9 @@ def prepare(record: Record) -> None:
     global snapshot
     os.environ.clear()
     os.environ.update(record.env)
-    os.chdir(record.cwd)
+    # The recorded run's custom resource may be gone with its directory; each run checks what
+    # its own directory changes (an ansible.cfg there, relative paths).
+    os.chdir(record.cwd if os.path.isdir(record.cwd) else "/")
     sys.argv = ["ansible-playbook"]
     with tempfile.TemporaryFile() as printed:
         saved = os.dup(1), os.dup(2)
@@ -183,7 +188,8 @@ def prepare(record: Record) -> None:
         setting_env=setting_env(os.environ),
         config_file=config_file,
         config_digest=_file_digest(config_file),
-        settings={name: getattr(C, name, None) for name in _stable_settings(C)},
+        settings=_set_paths(C),
+        per_run=_per_run_settings(C),
     )
 
 
@@ -204,21 +210,30 @@ def adopt() -> bool:
         or _file_digest(config_file) != snapshot.config_digest
     ):
         return False
+    # The same variables and ini content give the same settings, but for relative paths, which
+    # are the working directory's (each custom resource has its own): those are read again.
     own = vars(C)
     for name, value in snapshot.settings.items():
         if C.config.get_config_value(name, variables=own) != value:
             return False
     # Per run, as this run's own import would have made them.
-    for name in _per_run_settings(C):
+    for name in snapshot.per_run:
         C.set_constant(name, C.config.get_config_value(name, variables=own))
     _renew_process_state()
     os.environ[ADOPTED_ENV] = "1"
     return True
 
 
-def _stable_settings(C: Any) -> list[str]:
+def _set_paths(C: Any) -> dict[str, Any]:
+    """The path settings given by a variable or the ini file (defaults are absolute paths)."""
     per_run = set(_per_run_settings(C))
-    return [name for name in C.config.get_configuration_definitions() if name not in per_run]
+    paths = {}
+    for name, definition in C.config.get_configuration_definitions().items():
+        if definition.get("type") in _PATH_TYPES and name not in per_run:
+            value, origin = C.config.get_config_value_and_origin(name, variables=vars(C))
+            if origin != "default":
+                paths[name] = value
+    return paths
 
 
 def _per_run_settings(C: Any) -> list[str]:
