@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from ansible_operator.runner import RunResult
-from ansible_operator.runner.warm import WarmRunner
+from ansible_operator.runner.warm import ForkServer, WarmRunner
 
 from .runs import DATA, PLAYBOOKS, TAG_ENV, MakeRequest, tagged_processes
 from .test_warm_runner import _started_to_sleep
@@ -110,6 +111,29 @@ def test_a_run_whose_zygote_dies_with_the_fork_server_fails_saying_so(
     assert not result.ok
     assert "fork server died" in result.outcome.failures[-1].message
     assert tagged_processes(tag) == []
+
+
+def test_an_unused_zygote_goes_and_the_next_run_of_its_kind_starts_another(
+    make_request: MakeRequest, tmp_path: Path
+) -> None:
+    warm = WarmRunner(server=ForkServer(zygote_idle=1.0))
+    try:
+        env = _config(tmp_path / "ansible.cfg", "roles_a")
+        _runs_until_from_zygote(warm, lambda: _probe(make_request, env))
+        assert warm.server.process is not None
+        server = warm.server.process.pid
+        assert _children(server)  # the zygote
+        deadline = time.monotonic() + 60
+        while _children(server):
+            assert time.monotonic() < deadline, "the unused zygote did not go"
+            time.sleep(0.1)
+        _runs_until_from_zygote(warm, lambda: _probe(make_request, env))
+    finally:
+        warm.server.kill()
+
+
+def _children(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
 
 
 @pytest.mark.skipif(CORE != (2, 18), reason="ANSIBLE_COLLECTIONS_PATHS warns on 2.18 only")

@@ -4,15 +4,18 @@ It is started by `WarmRunner` (warm.py) as `python -m ansible_operator.runner.fo
 once what is slow to import and reads no per-run configuration (ansible-runner, pexpect, jinja2,
 yaml, the Kubernetes client, cryptography...), and then waits. Nothing of Ansible's controller is
 imported here: `ansible.constants` and the plugin loaders read the environment and ansible.cfg
-when imported, so each run imports them itself, in its own environment (see warmrun.py).
+when imported. A run imports them itself, in its own environment (see warmrun.py), or starts
+from the zygote of its kind, a fork of this server that has imported them in that kind's
+configuration (zygote.py); the server starts, hands runs to, and lets go of its zygotes.
 
-Its second argument is the directory where its runs keep what they reuse (kept.py), removed when
-it exits. Protocol, over the SOCK_SEQPACKET socket given as the first argument (its descriptor
-number): each message carries three descriptors, a stream socket for the run, its output file
-and its run lock. The run socket brings one JSON line (argv, env, cwd, marker); the server
-forks, answers with `{"pid": N}` and, when the child ends, `{"status": <wait status>}`. End of
-file on stdin (the operator let it go, or is gone) stops the server once the runs it forked have
-ended.
+Arguments: the control socket's descriptor, the directory where runs keep what they reuse
+(kept.py, removed when the server exits), and the seconds after which an unused zygote goes.
+Protocol, over the SOCK_SEQPACKET control socket: each message is the run's kind and carries
+three descriptors, a stream socket for the run, its output file and its run lock. The run socket
+brings one JSON line (argv, env, cwd, marker); the server, or the zygote it passes the message
+to, forks, answers with `{"pid": N}` and, when the child ends, `{"status": <wait status>}`. End
+of file on stdin (the operator let it go, or is gone) stops the server and its zygotes once the
+runs they forked have ended.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import shutil
 import signal
 import socket
 import sys
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +90,7 @@ class _Zygote:
     stamp: tuple[int, int, int]  # of the record it was started from
     digest: str
     ready: bool = False
+    used: float = 0.0  # time.monotonic() of its last run, or of its start
 
 
 def preload() -> None:
@@ -99,8 +104,11 @@ class Server:
     """Forks runs, or hands them to the zygote of their kind (zygote.py); a zygote serves its
     runs with `zygotes=False`."""
 
-    def __init__(self, control: socket.socket, *, zygotes: bool = True) -> None:
+    def __init__(
+        self, control: socket.socket, *, zygotes: bool = True, zygote_idle: float = 0.0
+    ) -> None:
         self.control = control
+        self.zygote_idle = zygote_idle  # seconds unused after which a zygote goes
         self.selector = selectors.DefaultSelector()
         self.running = 0  # runs and zygotes forked, not yet ended
         self.accepting = True
@@ -116,7 +124,7 @@ class Server:
         self.selector.register(0, selectors.EVENT_READ, "stdin")
         self.selector.register(self.control, selectors.EVENT_READ, "control")
         while self.accepting or self.running:
-            for key, _ in self.selector.select():
+            for key, _ in self.selector.select(self._until_a_zygote_idles()):
                 if key.data == "stdin":
                     if not os.read(0, 4096):  # the operator let this server go, or is gone
                         self._stop_accepting()
@@ -130,6 +138,15 @@ class Server:
                         self._let_go(ready)
                 else:
                     self._ended(key.fd, key.data)
+
+    def _until_a_zygote_idles(self) -> float | None:
+        """Let go the zygotes idle for `zygote_idle` seconds; seconds until the next one is."""
+        now = time.monotonic()
+        for idle in [z for z in self.zygotes.values() if now - z.used >= self.zygote_idle]:
+            self._let_go(idle)
+        if not self.zygotes:
+            return None
+        return min(z.used for z in self.zygotes.values()) + self.zygote_idle - now
 
     def _stop_accepting(self) -> None:
         if self.accepting:
@@ -206,6 +223,7 @@ class Server:
             current = None
         if current is not None:
             self.zygotes[kind] = self.zygotes.pop(kind)  # now the most recently used
+            current.used = time.monotonic()
             return current if current.ready else None
         if stamp is None or not self.accepting:
             return None
@@ -225,7 +243,7 @@ class Server:
         if pid == 0:
             _zygote_process(record, theirs)  # never returns
         theirs.close()
-        started = _Zygote(kind, pid, ours, stamp, record.digest)
+        started = _Zygote(kind, pid, ours, stamp, record.digest, used=time.monotonic())
         self.zygotes[kind] = started
         self.selector.register(ours, selectors.EVENT_READ, started)
         self.selector.register(os.pidfd_open(pid), selectors.EVENT_READ, ("zygote", started))
@@ -337,7 +355,7 @@ def main() -> None:
     # What this server's runs keep for each other (kept.py); gone with the server.
     kept.directory = sys.argv[2]
     try:
-        Server(control).serve()
+        Server(control, zygote_idle=float(sys.argv[3])).serve()
     finally:
         shutil.rmtree(kept.directory, ignore_errors=True)
 

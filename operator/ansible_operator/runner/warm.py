@@ -34,6 +34,7 @@ from ansible_operator.runner.types import RunnerError
 
 MAX_RUNS_PER_SERVER = 500
 MAX_SERVER_RSS = 512 * 1024 * 1024
+ZYGOTE_IDLE = 60.0  # seconds: a zygote (zygote.py) no run used for so long goes, and its memory
 REPLY_TIMEOUT = 120.0  # seconds for a (possibly just started, importing) server to fork a run
 PIPELINING_ENV = "ANSIBLE_PIPELINING"  # set for warm runs unless the environment sets it
 
@@ -133,12 +134,14 @@ class ForkServer:
         max_runs: int = MAX_RUNS_PER_SERVER,
         max_rss: int = MAX_SERVER_RSS,
         reply_timeout: float = REPLY_TIMEOUT,
+        zygote_idle: float = ZYGOTE_IDLE,
     ) -> None:
         self.environ = dict(os.environ if environ is None else environ)
         self.python = python
         self.max_runs = max_runs
         self.max_rss = max_rss
         self.reply_timeout = reply_timeout
+        self.zygote_idle = zygote_idle
         self.process: subprocess.Popen[bytes] | None = None
         self.control: socket.socket | None = None
         self.runs = 0  # forked by the current server
@@ -158,6 +161,7 @@ class ForkServer:
             "ansible_operator.runner.forkserver",
             str(theirs.fileno()),
             kept_directory,
+            str(self.zygote_idle),
         ]
         try:
             with theirs:
