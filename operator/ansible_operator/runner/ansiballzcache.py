@@ -9,8 +9,11 @@ compression, the module_utils search paths with their directories' mtimes, the c
 that exist), with the list of files the packaging read and their SHA-256, plus the files it looked
 for and did not find. A run takes a kept zip only if every listed file still has the same content
 and every missing one is still missing: an edited role `library/` module or module_utils file is
-packaged anew. The kept zip is put where Ansible looks for its per-process copy, so Ansible's own
-code then reads it as its own.
+packaged anew. As git's index does, a file whose inode, size, mtime and ctime are those recorded
+is taken as unchanged without reading it (a module task checks hundreds of module_utils files),
+except a file changed within RACY_SECONDS of its recording, which is always read. The kept zip
+is put where Ansible looks for its per-process copy, so Ansible's own code then reads it as its
+own.
 
 `install()` patches Ansible's `module_common`, in the process of a warm run only.
 """
@@ -22,12 +25,16 @@ import hashlib
 import importlib
 import json
 import os
+import stat
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
 
 from ansible_operator.runner import kept
+
+RACY_SECONDS = 2.0  # a file changed so recently may change again within the same timestamp
 
 
 def install() -> None:
@@ -128,10 +135,41 @@ def _valid_zip(entry: Path) -> bytes | None:
         manifest = json.loads(entry.read_bytes())
     except (OSError, ValueError):
         return None
-    for path, digest in manifest["files"]:
-        if _digest(path) != digest:
+    for path, digest, signature in manifest["files"]:
+        if not unchanged(path, digest, signature):
             return None
     return str(manifest["zipdata"]).encode()
+
+
+def unchanged(path: str, digest: str | None, signature: list[int] | None) -> bool:
+    """Whether `path` is as recorded: its SHA-256 `digest` ("directory", None: absent), read
+    only if its stat `signature` is not the recorded one."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return digest is None
+    if stat.S_ISDIR(info.st_mode):
+        return digest == "directory"
+    if signature is not None and _signature(info) == signature:
+        return True
+    return _digest(path) == digest
+
+
+def recorded(path: str, digest: str | None) -> list[Any]:
+    """[path, digest, stat signature], the signature None if the file changed too recently to
+    be trusted (or is absent or a directory)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return [path, digest, None]
+    racy = time.time() - RACY_SECONDS
+    if stat.S_ISDIR(info.st_mode) or max(info.st_mtime, info.st_ctime) >= racy:
+        return [path, digest, None]
+    return [path, digest, _signature(info)]
+
+
+def _signature(info: os.stat_result) -> list[int]:
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
 def _digest(path: str) -> str | None:
@@ -139,20 +177,21 @@ def _digest(path: str) -> str | None:
     if os.path.isdir(path):
         return "directory"
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        with open(path, "rb") as file:
+            return hashlib.sha256(file.read()).hexdigest()
     except OSError:
         return None
 
 
 @contextlib.contextmanager
 def _recording(module_common: Any) -> Any:
-    """Note each file module_common reads while packaging: [path, sha256 or None if absent]."""
-    read: list[list[str | None]] = []
+    """Note each file module_common reads while packaging (`recorded`)."""
+    read: list[list[Any]] = []
     slurp, pkgutil = module_common._slurp, module_common.pkgutil
 
     def recording_slurp(path: str) -> bytes:
         data: bytes = slurp(path)
-        read.append([path, hashlib.sha256(data).hexdigest()])
+        read.append(recorded(path, hashlib.sha256(data).hexdigest()))
         return data
 
     def recording_get_data(package: str, resource: str) -> bytes | str | None:
@@ -165,12 +204,12 @@ def _recording(module_common: Any) -> Any:
         except ImportError:  # module_common takes it as "not there", as None
             data = None
         if where is None:
-            read.append([f"{package}:{resource}", "unlocatable"])  # never matches: not kept
+            read.append([f"{package}:{resource}", "unlocatable", None])  # never matches
         else:
             # Bytes: the file. '' (a str): no file, but its directory makes it a package.
             found = hashlib.sha256(data).hexdigest() if isinstance(data, bytes) else None
-            read.append([where, found])
-            read.append([os.path.dirname(where), _digest(os.path.dirname(where))])
+            read.append(recorded(where, found))
+            read.append(recorded(os.path.dirname(where), _digest(os.path.dirname(where))))
         return data
 
     module_common._slurp = recording_slurp
