@@ -80,6 +80,7 @@ _PR_SET_PDEATHSIG = 1
 class _Child:
     pid: int
     conn: socket.socket
+    kind: str
 
 
 @dataclass
@@ -164,6 +165,8 @@ class Server:
             _, status = os.waitpid(what.pid, 0)
             _reply(what.conn, {"status": status})
             what.conn.close()
+            if self.with_zygotes:  # its run may have just recorded its kind: start the zygote
+                self._zygote_for(what.kind)
             return
         _, ended = what
         _, status = os.waitpid(ended.pid, 0)
@@ -211,7 +214,7 @@ class Server:
             _reply(conn, {"error": str(err)})
             conn.close()
             return
-        self.selector.register(os.pidfd_open(pid), selectors.EVENT_READ, _Child(pid, conn))
+        self.selector.register(os.pidfd_open(pid), selectors.EVENT_READ, _Child(pid, conn, kind))
         self.running += 1
 
     def _zygote_for(self, kind: str) -> _Zygote | None:
