@@ -34,6 +34,16 @@ def runner(request: pytest.FixtureRequest) -> Iterator[ColdRunner]:
 
 
 @pytest.fixture
+def warm() -> Iterator[WarmRunner]:
+    """A warm runner alone, for what only the warm runner does."""
+    runner = WarmRunner(kill_grace=2.0)
+    try:
+        yield runner
+    finally:
+        runner.server.kill()
+
+
+@pytest.fixture
 def make_request(tmp_path: Path) -> MakeRequest:
     """Build a RunRequest with test defaults; keyword arguments override any field."""
     kubeconfig = tmp_path / "kubeconfig"

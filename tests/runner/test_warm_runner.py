@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -36,15 +35,6 @@ async def _started_to_sleep(runner: ColdRunner, request: Any, tag: str) -> async
         assert loop.time() < deadline, "the sleep task never started"
         await asyncio.sleep(0.05)
     return task
-
-
-@pytest.fixture
-def warm() -> Iterator[WarmRunner]:
-    runner = WarmRunner(kill_grace=2.0)
-    try:
-        yield runner
-    finally:
-        runner.server.kill()
 
 
 def test_nothing_a_role_leaves_behind_reaches_the_next_task_or_run(
@@ -101,6 +91,11 @@ def test_a_run_leaves_no_local_temporary_directory_behind(
         result = run(runner, request)
         assert result.ok, result.outcome.failures
     assert local.is_dir()  # it was used
+    if isinstance(runner, WarmRunner):  # a zygote keeps its own until it exits with the server
+        server = runner.server.process
+        assert server is not None
+        runner.close()
+        assert server.wait(60) == 0
     assert list(local.iterdir()) == []
 
 

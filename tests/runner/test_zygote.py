@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -22,15 +21,6 @@ from .test_warm_runner import _started_to_sleep
 
 CORE = tuple(int(part) for part in version("ansible-core").split(".")[:2])
 RUNS_TO_A_ZYGOTE = 10  # the zygote imports beside the runs; generous for a loaded machine
-
-
-@pytest.fixture
-def warm() -> Iterator[WarmRunner]:
-    runner = WarmRunner(kill_grace=2.0)
-    try:
-        yield runner
-    finally:
-        runner.server.kill()
 
 
 def _probe(make_request: MakeRequest, env: dict[str, str], **fields: Any) -> Any:

@@ -20,7 +20,6 @@ runs they forked have ended.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import importlib
 import json
@@ -31,12 +30,12 @@ import signal
 import socket
 import sys
 import time
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ansible_operator.runner import kept, parsedyaml, zygote
+from ansible_operator.runner.warmexec import run_as_program
 
 # Slow to import, read no configuration when imported, used by every run (each may be absent).
 PRELOAD = (
@@ -272,28 +271,17 @@ def _stamp(path: Path | None) -> tuple[int, int, int] | None:
 def _zygote_process(record: zygote.Record, control: socket.socket) -> None:
     """A new zygote: the controller imported as `record`'s run did, then the runs of its kind
     forked on request. It dies with the server, and its runs are then reported lost, as the
-    server's are."""
-    code = zygote.REFUSED
-    atexit._clear()  # the server's; its own (its local temporary directory) run at its end
-    try:
+    server's are. Never returns; exits with zygote.REFUSED if its imports printed or failed."""
+
+    def zygote_program() -> None:
         _die_with_parent()
         os.closerange(3, control.fileno())
         os.closerange(control.fileno() + 1, os.sysconf("SC_OPEN_MAX"))
         zygote.prepare(record)
         control.send(b"ready")
         Server(control, zygotes=False).serve()
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else zygote.REFUSED
-    except BaseException:
-        with contextlib.suppress(BaseException):
-            traceback.print_exc()
-    finally:
-        with contextlib.suppress(BaseException):
-            atexit._run_exitfuncs()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
+
+    run_as_program(zygote_program)  # its own atexit hooks (its local temporary directory) run
 
 
 def _die_with_parent() -> None:
@@ -325,10 +313,10 @@ def _reply(conn: socket.socket, message: dict[str, Any]) -> None:
 
 
 def _child(request: dict[str, Any], output: int, lock: int) -> None:
-    """The run's process: alone in a session, with the run's descriptors only, then the run."""
-    code = 1
-    atexit._clear()  # the server's; the run's own run at its end, as in a new interpreter
-    try:
+    """The run's process: alone in a session, with the run's descriptors only, then the run.
+    Never returns."""
+
+    def run() -> None:
         os.setsid()
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
@@ -340,16 +328,9 @@ def _child(request: dict[str, Any], output: int, lock: int) -> None:
         os.closerange(lock + 1, os.sysconf("SC_OPEN_MAX"))
         from ansible_operator.runner import warmrun
 
-        code = warmrun.run(request, lock)
-    except BaseException:
-        with contextlib.suppress(BaseException):
-            traceback.print_exc()
-    finally:
-        with contextlib.suppress(BaseException):
-            atexit._run_exitfuncs()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
+        sys.exit(warmrun.run(request, lock))
+
+    run_as_program(run)
 
 
 def main() -> None:
