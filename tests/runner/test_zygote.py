@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ansible_operator.runner import RunResult
+from ansible_operator.runner.forkserver import MAX_MISFITS
 from ansible_operator.runner.warm import ForkServer, WarmRunner
 
 from .runs import DATA, PLAYBOOKS, TAG_ENV, MakeRequest, tagged_processes
@@ -120,6 +121,33 @@ def test_an_unused_zygote_goes_and_the_next_run_of_its_kind_starts_another(
         _runs_until_from_zygote(warm, lambda: _probe(make_request, env))
     finally:
         warm.server.kill()
+
+
+def test_a_kind_whose_zygotes_keep_not_fitting_gets_none(
+    warm: WarmRunner, make_request: MakeRequest, tmp_path: Path
+) -> None:
+    # Each run reads another ini content than the run before: the zygote, started from the one
+    # before, never fits. After MAX_MISFITS such zygotes, the kind is run without one.
+    env = _config(tmp_path / "ansible.cfg", "roles_a")
+    assert warm.server.process is None
+    zygotes: set[str] = set()
+    for number in range(40):
+        roles = ("roles_a", "roles_b")[number % 2]
+        _config(tmp_path / "ansible.cfg", roles)
+        result = asyncio.run(warm.run(_probe(make_request, env)))
+        assert result.ok, result.outcome.failures
+        assert result.outcome.artifact_data["roles_path_seen"] == roles[-1]
+        assert warm.server.process is not None
+        alive = _children(warm.server.process.pid)
+        zygotes.update(alive)
+        if len(zygotes) >= MAX_MISFITS and not alive:
+            break
+    assert len(zygotes) >= MAX_MISFITS, "the zygotes did not get the runs"
+    for _ in range(RUNS_TO_A_ZYGOTE // 2):  # the same ini content from now on
+        result = asyncio.run(warm.run(_probe(make_request, env)))
+        assert not result.outcome.artifact_data["from_zygote"]
+        assert warm.server.process is not None
+        assert _children(warm.server.process.pid) == []
 
 
 def _children(pid: int) -> list[str]:

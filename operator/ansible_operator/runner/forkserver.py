@@ -20,6 +20,7 @@ runs they forked have ended.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import importlib
 import json
@@ -72,6 +73,7 @@ REQUEST_READ_TIMEOUT = 10.0  # seconds for the operator to send a request it ann
 _MAX_REQUEST = 64 * 1024 * 1024
 _FDS_PER_REQUEST = 3
 MAX_ZYGOTES = 4  # kinds of run with a zygote at once; the least recently used goes first
+MAX_MISFITS = 3  # zygotes of a kind whose runs found them not fitting; then that kind gets none
 _PR_SET_PDEATHSIG = 1
 
 
@@ -115,6 +117,10 @@ class Server:
         self.with_zygotes = zygotes
         self.zygotes: dict[str, _Zygote] = {}  # by kind, least recently used first
         self.refused: set[str] = set()  # digests of the records whose zygote refused
+        # By kind: zygotes a run found not fitting (it removed their record). Runs whose
+        # configuration keeps changing (a relative path in a setting, each CR's own directory)
+        # would otherwise pay a new ansible-playbook every other run.
+        self.misfits: collections.Counter[str] = collections.Counter()
 
     def serve(self) -> None:
         """Answer requests until stdin or the control socket closes, then wait for the runs and
@@ -223,11 +229,12 @@ class Server:
         if current is not None and current.stamp != stamp:  # its record was removed or replaced
             self._let_go(current)
             current = None
+            self.misfits[kind] += stamp is None
         if current is not None:
             self.zygotes[kind] = self.zygotes.pop(kind)  # now the most recently used
             current.used = time.monotonic()
             return current if current.ready else None
-        if stamp is None or not self.accepting:
+        if stamp is None or not self.accepting or self.misfits[kind] >= MAX_MISFITS:
             return None
         record = zygote.read_record(kind)
         if record is None or record.digest in self.refused:

@@ -21,7 +21,8 @@ run of the same kind, and then forks the runs of that kind as the server does.
   Different: it removes the record and execs a new ansible-playbook, as a cold run does; the
   kind's next run records anew.
 - A zygote whose imports print anything (a configuration warning, which each run must show) or
-  fail exits, and its record is not used again.
+  fail exits, and its record is not used again. A kind whose zygotes did not fit MAX_MISFITS
+  times (forkserver.py) gets none.
 """
 
 from __future__ import annotations
