@@ -3,11 +3,12 @@
 Modes run interleaved round by round (cold, warm, cold, warm, ...) so machine noise hits them
 alike. Per round and mode, a fresh namespace and operator: one trivial CR not measured (the
 warm-up of a new operator: the warm runner's first run of a kind records what its zygote
-imports), then single trivial CRs one after another (create → Successful), a burst of trivial CRs at once and a burst of memcached CRs at once (time
-until all are Successful). Once per mode, with ``--at-rest-crs`` trivial CRs all Successful: the
-memory (RSS and PSS of the operator and every descendant) and the CPU it uses at rest, then a
-restart, timed from the new process to a new CR's Successful. Successful is seen through a watch
-(the condition True at the CR's generation), never by polling.
+imports), then single trivial CRs one after another (create → Successful), a burst of trivial
+CRs at once and a burst of memcached CRs at once (time until all are Successful). Once per mode,
+with ``--at-rest-crs`` trivial CRs all Successful: the memory (RSS and PSS of the operator and
+every descendant) and the CPU it uses at rest, then a restart, timed from the new process to a
+new CR's Successful. Successful is seen through a watch (the condition True at the CR's
+generation), never by polling.
 
 It writes `bench/results/<stamp>.json` (raw samples and figures), `<stamp>.png`, and `latest.md`
 and `latest.png`, which the README shows.
