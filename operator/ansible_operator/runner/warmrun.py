@@ -108,7 +108,7 @@ def _playbook_child(argv: list[str], env: dict[str, str], kind: str) -> None:
         as_new_interpreter()  # SIGHUP stays ignored, as pexpect asked
         _take_environment(env)
         cwd = os.getcwd()
-        if zygote.snapshot is not None and not zygote.adopt():
+        if zygote.snapshot is not None and not zygote.fits():
             zygote.forget(kind)
             os.execvpe(argv[0], argv, env)
         proctitle.show_as(argv, os.environ)

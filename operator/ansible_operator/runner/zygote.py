@@ -194,6 +194,15 @@ def prepare(record: Record) -> None:
     )
 
 
+def fits() -> bool:
+    """`adopt()`, and False if it failed: a cold ansible-playbook then meets (and reports)
+    whatever made it fail, as a cold run would."""
+    try:
+        return adopt()
+    except Exception:
+        return False
+
+
 def adopt() -> bool:
     """In a run's ansible-playbook, with the run's environment and working directory: whether
     the controller a zygote imported fits this run, made ready for it if so."""

@@ -1,9 +1,10 @@
-"""The kind of a warm run (zygote.routing_key): runs that differ only in what differs by run
-share a zygote; anything that can change a setting makes another kind."""
+"""The pure parts of zygote.py: the kind of a warm run (runs that differ only in what differs by
+run share a zygote; anything that can change a setting makes another kind), and a check that
+fails taken as "does not fit"."""
 
 from __future__ import annotations
 
-from ansible_operator.runner import proctree
+from ansible_operator.runner import proctree, zygote
 from ansible_operator.runner.zygote import routing_key
 
 ARGV = [
@@ -42,3 +43,11 @@ def test_settings_variables_role_and_directory_make_another_kind():
     assert routing_key(ARGV, {**ENV, "HOME": "/home/op"}, "/work") != key
     assert routing_key(ARGV, ENV, "/elsewhere") != key
     assert routing_key([*ARGV, "-vv"], ENV, "/work") != key
+
+
+def test_a_check_that_fails_is_taken_as_not_fitting(monkeypatch):
+    def broken() -> bool:
+        raise AttributeError("an ansible-core that moved what adopt() redoes")
+
+    monkeypatch.setattr(zygote, "adopt", broken)
+    assert zygote.fits() is False
