@@ -181,6 +181,9 @@ def test_a_leftover_process_of_a_released_orphan_is_stopped(
         ["sleep", "600"], env={**os.environ, proctree.MARKER_ENV: "gone-run"}
     )
     try:
+        # Popen returns once the exec has begun; /proc shows the new environment a moment later
+        # (an orphan's leftover has long been running).
+        wait_for(lambda: proctree.marked_pids("gone-run") == {straggler.pid}, "the marker")
         result = asyncio.run(runner.run(request))
         assert straggler.wait(30) == -signal.SIGTERM
     finally:
