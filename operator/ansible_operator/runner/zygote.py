@@ -185,12 +185,13 @@ def prepare(record: Record) -> None:
     from ansible import constants as C
 
     config_file = C.config._config_file
+    per_run = _per_run_settings(C)
     snapshot = Snapshot(
         setting_env=setting_env(os.environ),
         config_file=config_file,
         config_digest=_file_digest(config_file),
-        settings=_set_paths(C),
-        per_run=_per_run_settings(C),
+        settings=_set_paths(C, per_run),
+        per_run=per_run,
     )
 
 
@@ -234,9 +235,9 @@ def adopt() -> bool:
     return True
 
 
-def _set_paths(C: Any) -> dict[str, Any]:
-    """The path settings given by a variable or the ini file (defaults are absolute paths)."""
-    per_run = set(_per_run_settings(C))
+def _set_paths(C: Any, per_run: list[str]) -> dict[str, Any]:
+    """The path settings given by a variable or the ini file (defaults are absolute paths),
+    less the `per_run` ones."""
     paths = {}
     for name, definition in C.config.get_configuration_definitions().items():
         if definition.get("type") in _PATH_TYPES and name not in per_run:
