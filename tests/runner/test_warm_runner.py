@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ansible_operator.procfs import fields_after_name
 from ansible_operator.runner import ColdRunner, RunResult
 from ansible_operator.runner.warm import ForkServer, WarmRunner
 
@@ -274,3 +275,72 @@ def test_the_kept_packages_go_with_their_fork_server(
     warm.server.close()
     process.wait(timeout=60)
     assert not Path(let_go).exists()
+
+
+@pytest.mark.skipif(
+    CORE >= (2, 19), reason="templates are kept across runs on ansible-core 2.18 (the default) only"
+)
+def test_templates_are_kept_across_runs_and_a_folded_filter_is_drawn_anew(
+    warm: WarmRunner, make_request: MakeRequest
+) -> None:
+    def messages() -> dict[str, str]:
+        events: list[dict[str, Any]] = []
+        request = make_request(playbook=str(PLAYBOOKS / "templates_probe.yml"))
+        assert asyncio.run(warm.run(request, events.append)).ok
+        return {
+            e["event_data"]["task"]: e["event_data"]["res"]["msg"]
+            for e in events
+            if e.get("event") == "runner_on_ok"
+        }
+
+    def kept() -> dict[str, int]:
+        assert warm.server.kept_directory is not None
+        entries = (Path(warm.server.kept_directory) / "templates").iterdir()
+        return {e.name: e.stat().st_ino for e in entries if not e.name.startswith(".")}
+
+    first = messages()
+    templates = kept()
+    assert templates, "the run's templates are kept"
+    second = messages()
+    assert second["Plain"] == first["Plain"] == "hello world"
+    assert second["Folded"] != first["Folded"]  # 1 in 10^9 to fail by chance
+    assert kept() == templates  # read, not compiled and written again
+
+
+def test_the_playbook_sleeps_while_its_task_runs_instead_of_polling(
+    warm: WarmRunner, make_request: MakeRequest
+) -> None:
+    """Ansible polls for results every millisecond; a warm run wakes when one arrives, and every
+    resultwait.WORKER_CHECK seconds to look for a dead worker."""
+    request = make_request(playbook=str(PLAYBOOKS / "sleep_briefly.yml"))
+    tag = request.extra_env[TAG_ENV]
+
+    async def wakeups_in_one_second() -> int:
+        task = asyncio.create_task(warm.run(request))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 120
+        while not any(proc.cmdline == "sleep 3" for proc in tagged_processes(tag)):
+            assert not task.done() and loop.time() < deadline, "the sleep task never started"
+            await asyncio.sleep(0.05)
+        procs = tagged_processes(tag)
+        playbooks = {p.pid for p in procs if p.cmdline.startswith("ansible-playbook")}
+        [parent] = [pid for pid in playbooks if _parent(pid) not in playbooks]  # not a worker
+        before = _voluntary_switches(parent)
+        await asyncio.sleep(1.0)
+        woken = _voluntary_switches(parent) - before
+        assert (await task).ok
+        return woken
+
+    # Polling wakes it about a thousand times a second; results come once, checks 20 times.
+    assert asyncio.run(wakeups_in_one_second()) < 200
+
+
+def _parent(pid: int) -> int:
+    return int(fields_after_name(Path(f"/proc/{pid}/stat").read_text())[1])
+
+
+def _voluntary_switches(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no context switches in /proc/{pid}/status")

@@ -3,9 +3,9 @@
 A warm run is a new ansible-playbook process each time, so what Ansible caches per process is
 lost at its end. The fork server makes a private directory (its second argument, removed when it
 exits) where runs keep what is expensive and depends on content alone: packaged modules
-(ansiballzcache.py), parsed plugin documentation (plugindocs.py) and compiled collection code
-(codecache.py). A reader checks what it
-takes, and a writer replaces files whole, so runs side by side never see a half-written one.
+(ansiballzcache.py), parsed plugin documentation (plugindocs.py), compiled collection code
+(codecache.py) and compiled templates (templatecache.py). A reader checks what it takes, and a
+writer replaces files whole, so runs side by side never see a half-written one.
 """
 
 from __future__ import annotations

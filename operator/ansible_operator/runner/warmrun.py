@@ -8,8 +8,9 @@ that child runs ansible-playbook's CLI in-process instead of exec-ing a new inte
 itself is first imported there, in the run's environment, so ansible.cfg and every ANSIBLE_*
 variable are read per run. Module tasks on localhost then run in forks of Ansible's worker
 processes (warmexec.py), from packages kept across runs (ansiballzcache.py); plugin
-documentation is parsed (plugindocs.py) and collection code compiled (codecache.py) once for all
-runs.
+documentation is parsed (plugindocs.py), collection code compiled (codecache.py) and templates
+compiled (templatecache.py) once for all runs, and the strategy takes task results as they arrive
+(resultwait.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from ansible_operator.runner import (
     codecache,
     plugindocs,
     proctitle,
+    resultwait,
+    templatecache,
     warmexec,
     zygote,
 )
@@ -117,6 +120,8 @@ def _playbook_child(argv: list[str], env: dict[str, str], kind: str) -> None:
         ansiballzcache.install()
         plugindocs.install()
         codecache.install()
+        templatecache.install()
+        resultwait.install()
         from ansible.cli.playbook import main
 
         try:
