@@ -2,8 +2,9 @@
 
 ansible-core 2.18 compiles a template string each time it renders one (`Templar.do_template`
 calls `from_string`), in each worker of each run: the task's arguments, its `when` (for each
-item of a loop), its name. That is a fifth of a module task's worker and most of a skipped
-loop's. What a compile makes depends on:
+item of a loop), its name. Kept, they cut the CPU of a warm memcached run's workers by about 15%
+(0.132 → 0.112 s a run), and of a 12-item loop whose `when` skips every item by 40% (27 → 16
+ms); a kept template renders in 0.06 ms instead of 0.36. What a compile makes depends on:
 - the source, the template name and file name, and the versions of Python, Jinja and Ansible;
 - the environment's compile settings: its class and code generator, the delimiters and
   whitespace settings, `optimized`, `autoescape`, `finalize`, the sandbox's operators;
@@ -49,10 +50,12 @@ def install() -> None:
     """Make ansible-core 2.18's template compiles come from kept.directory, if one is set."""
     if kept.directory is None:
         return
-    try:
-        from ansible.template import AnsibleEnvironment
-    except ImportError:  # ansible-core 2.19
+    from ansible.release import __version__ as core_version
+
+    if not core_version.startswith("2.18."):  # 2.19's templating is its own: left as it is
         return
+    from ansible.template import AnsibleEnvironment
+
     directory = Path(kept.directory) / "templates"
     builtin = AnsibleEnvironment.compile
     if getattr(builtin, "kept", False):
