@@ -5,6 +5,7 @@ take the parametrised `runner` fixture."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from importlib.metadata import version
@@ -116,6 +117,36 @@ def test_a_run_whose_process_is_killed_fails_saying_so_and_the_next_run_works(
     assert not result.ok and result.rc == -signal.SIGKILL
     assert "killed by SIGKILL" in result.outcome.failures[-1].message
     assert tagged_processes(tag) == []  # the rest of the run was stopped too
+    after = run(runner, make_request(playbook=str(PLAYBOOKS / "one_debug.yml")))
+    assert after.ok, after.outcome.failures
+
+
+def test_a_run_whose_ansible_worker_is_killed_fails_saying_so_and_the_next_run_works(
+    runner: ColdRunner, make_request: MakeRequest
+) -> None:
+    """Ansible finds a worker that died without a result; a warm run, which waits for results
+    instead of polling, still looks for one every resultwait.WORKER_CHECK seconds."""
+    request = make_request(role=str(ROLES / "sleeper"), skip_facts=True)
+    tag = request.extra_env[TAG_ENV]
+
+    async def main() -> RunResult:
+        task = await _started_to_sleep(runner, request, tag)
+        procs = tagged_processes(tag)
+        playbooks = {p.pid for p in procs if "ansible-playbook" in p.cmdline.split(" -")[0]}
+        [worker] = [pid for pid in playbooks if _parent(pid) in playbooks]
+        os.kill(worker, signal.SIGKILL)  # what the out-of-memory killer does
+        return await asyncio.wait_for(task, 300)
+
+    try:
+        result = asyncio.run(main())
+    finally:
+        # The worker's module and its `sleep` outlive the run, in both runners as upstream's:
+        # a run that ends by itself is not swept (an `async` task with `poll: 0` may still run).
+        for leftover in tagged_processes(tag):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(leftover.pid, signal.SIGKILL)
+    assert not result.ok
+    assert "A worker was found in a dead state" in result.outcome.failures[-1].message
     after = run(runner, make_request(playbook=str(PLAYBOOKS / "one_debug.yml")))
     assert after.ok, after.outcome.failures
 
