@@ -131,9 +131,7 @@ def test_a_run_whose_ansible_worker_is_killed_fails_saying_so_and_the_next_run_w
 
     async def main() -> RunResult:
         task = await _started_to_sleep(runner, request, tag)
-        procs = tagged_processes(tag)
-        playbooks = {p.pid for p in procs if "ansible-playbook" in p.cmdline.split(" -")[0]}
-        [worker] = [pid for pid in playbooks if _parent(pid) in playbooks]
+        _, [worker] = _playbook_and_workers(tag)
         os.kill(worker, signal.SIGKILL)  # what the out-of-memory killer does
         return await asyncio.wait_for(task, 300)
 
@@ -353,9 +351,7 @@ def test_the_playbook_sleeps_while_its_task_runs_instead_of_polling(
         while not any(proc.cmdline == "sleep 3" for proc in tagged_processes(tag)):
             assert not task.done() and loop.time() < deadline, "the sleep task never started"
             await asyncio.sleep(0.05)
-        procs = tagged_processes(tag)
-        playbooks = {p.pid for p in procs if p.cmdline.startswith("ansible-playbook")}
-        [parent] = [pid for pid in playbooks if _parent(pid) not in playbooks]  # not a worker
+        parent, _ = _playbook_and_workers(tag)
         before = _voluntary_switches(parent)
         await asyncio.sleep(1.0)
         woken = _voluntary_switches(parent) - before
@@ -364,6 +360,15 @@ def test_the_playbook_sleeps_while_its_task_runs_instead_of_polling(
 
     # Polling wakes it about a thousand times a second; results come once, checks 20 times.
     assert asyncio.run(wakeups_in_one_second()) < 200
+
+
+def _playbook_and_workers(tag: str) -> tuple[int, list[int]]:
+    """The run's ansible-playbook process and its workers (forks of it), by pid."""
+    playbooks = {
+        p.pid for p in tagged_processes(tag) if "ansible-playbook" in p.cmdline.split(" -")[0]
+    }
+    [playbook] = [pid for pid in playbooks if _parent(pid) not in playbooks]
+    return playbook, [pid for pid in playbooks if pid != playbook]
 
 
 def _parent(pid: int) -> int:

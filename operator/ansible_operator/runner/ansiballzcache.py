@@ -39,14 +39,9 @@ RACY_SECONDS = 2.0  # a file changed so recently may change again within the sam
 
 def install() -> None:
     """Make Ansible's module packaging reuse the zips kept in `kept.directory`, if one is set."""
-    kept_in = kept.directory
-    if kept_in is None:
-        return
-    from ansible.release import __version__ as core_version
-
-    if not core_version.startswith("2.18."):
-        # 2.19 packages modules differently (keyword-only arguments, its own cache format):
-        # there every run packages its modules itself, as a cold run does.
+    # 2.19 packages modules differently (keyword-only arguments, its own cache format).
+    directory = kept.directory_on_core_2_18("modules")
+    if directory is None:
         return
     from ansible.executor import module_common
 
@@ -70,7 +65,7 @@ def install() -> None:
             return build(module_name, b_module_data, module_path, module_args, task_vars,
                          templar, module_compression, *args, **kwargs)  # fmt: skip
         key = _key(module_common, b_module_data, module_path, module_compression)
-        entry = Path(kept_in) / "modules" / key
+        entry = directory / key
         zipdata = _valid_zip(entry)
         if zipdata is not None:
             kept.write_atomically(Path(own_copy), zipdata)

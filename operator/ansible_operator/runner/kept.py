@@ -19,6 +19,17 @@ directory: str | None = None
 """Set by the fork server before it forks runs (None: nothing is kept)."""
 
 
+def directory_on_core_2_18(name: str) -> Path | None:
+    """`directory`/`name`, for what a patch of ansible-core 2.18's internals keeps; None when
+    nothing is kept or the running ansible-core is another: 2.19 moved or replaced what those
+    patches touch, and there every run does that work itself, as a cold run does."""
+    if directory is None:
+        return None
+    from ansible.release import __version__ as core_version
+
+    return Path(directory) / name if core_version.startswith("2.18.") else None
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, part = tempfile.mkstemp(dir=path.parent, prefix=".part-")

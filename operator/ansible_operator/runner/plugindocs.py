@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import pickle
-from pathlib import Path
 from typing import Any
 
 from ansible_operator.runner import kept
@@ -25,17 +24,15 @@ from ansible_operator.runner import kept
 
 def install() -> None:
     """Make plugin documentation come from kept.directory, if one is set (2.18 only)."""
-    if kept.directory is None:
+    kept_in = kept.directory_on_core_2_18("plugin-docs")
+    if kept_in is None:
         return
-    from ansible.release import __version__ as core_version
-
-    if not core_version.startswith("2.18."):
-        return
+    directory = kept_in  # not Optional: read in the class below
     from ansible.plugins import loader
+    from ansible.release import __version__ as core_version
     from ansible.utils import plugin_docs
 
     parse = loader.AnsibleLoader
-    directory = Path(kept.directory) / "plugin-docs"
 
     class KeptDocs:
         """`AnsibleLoader(text, file_name=...).get_single_data()`, from the kept parse if any."""

@@ -48,15 +48,11 @@ Lookup = tuple[str, str, str | None]
 
 def install() -> None:
     """Make ansible-core 2.18's template compiles come from kept.directory, if one is set."""
-    if kept.directory is None:
-        return
-    from ansible.release import __version__ as core_version
-
-    if not core_version.startswith("2.18."):  # 2.19's templating is its own: left as it is
+    directory = kept.directory_on_core_2_18("templates")  # 2.19's templating is its own
+    if directory is None:
         return
     from ansible.template import AnsibleEnvironment
 
-    directory = Path(kept.directory) / "templates"
     builtin = AnsibleEnvironment.compile
     if getattr(builtin, "kept", False):
         return
