@@ -46,7 +46,8 @@ lint: $(STAMP)  ## ruff, mypy, layers, CRDs, Dockerfile, yamllint, ansible-lint
 	$(BIN)/ruff check operator tests bench
 	$(BIN)/ruff format --check operator tests bench
 	$(BIN)/mypy
-	$(BIN)/mypy bench/operator_bench.py bench/figures.py bench/plot.py bench/processes.py  # make bench
+	$(BIN)/mypy bench/operator_bench.py bench/figures.py bench/plot.py bench/processes.py \
+		bench/warm_run_costs.py bench/exit_report/sitecustomize.py
 	cd operator && ../$(BIN)/lint-imports --config ../pyproject.toml  # layers import only downward
 	MYPYPATH=operator $(BIN)/mypy --explicit-package-bases --namespace-packages \
 		-p ansible_collections.operator_sdk.util
