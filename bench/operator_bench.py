@@ -1,9 +1,12 @@
 """`make bench`: the operator as a real process, each runner mode side by side on one cluster.
 
 Modes run interleaved round by round (cold, warm, cold, warm, ...) so machine noise hits them
-alike. Per round and mode, a fresh namespace and operator: one trivial CR not measured (the
-warm-up of a new operator: the warm runner's first run of a kind records what its zygote
-imports), then single trivial CRs one after another (create → Successful), a burst of trivial
+alike. Per round and mode, a fresh namespace and operator: one CR of each kind not measured (a
+new operator's warm-up: the warm runner's first run of a kind records what the kind's zygote
+imports and keeps its packaged modules and compiled templates; the memcached role sends its
+sample metrics once per operator), and until the memcached one's Deployment is available and the
+reconciles its status changes bring are over; then single trivial CRs one after another
+(create → Successful), a burst of trivial
 CRs at once and a burst of memcached CRs at once (time until all are Successful). Once per mode,
 with ``--at-rest-crs`` trivial CRs all Successful: the memory (RSS and PSS of the operator and
 every descendant) and the CPU it uses at rest, then a restart, timed from the new process to a
@@ -29,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -50,6 +54,7 @@ TRIVIAL = ("bench.example.com", "v1", "trivials", "Trivial")
 MEMCACHED = ("cache.example.com", "v1alpha1", "memcacheds", "Memcached")
 CRDS = (BENCH / "trivial-crd.yaml", REPO / "config/crd/bases/cache.example.com_memcacheds.yaml")
 WAIT = 1800.0  # generous: a stuck run shows as a timeout, not as a hang
+QUIET = 3.0  # seconds without a finished reconcile: longer than a lone cold memcached run
 CREATORS = 8  # parallel API clients that create CRs
 
 
@@ -254,8 +259,7 @@ class Bench:
         trivial = Successes(self.kubeconfig, ns, TRIVIAL)
         memcached = Successes(self.kubeconfig, ns, MEMCACHED)
         try:
-            self.creator.one(ns, TRIVIAL, "warm-up")
-            trivial.wait(["warm-up"])
+            self.warm_up(op, ns, trivial, memcached)
             for i in range(self.args.singles):
                 start = time.monotonic()
                 self.creator.one(ns, TRIVIAL, f"one-{i}")
@@ -278,6 +282,31 @@ class Bench:
             f"{self.args.trivial_burst} trivial {raw['trivial_burst_s'][-1]:.1f} s, "
             f"{self.args.memcached_burst} memcached {raw['memcached_burst_s'][-1]:.1f} s"
         )
+
+    def warm_up(
+        self, op: launcher.OperatorProcess, ns: str, trivial: Successes, memcached: Successes
+    ) -> None:
+        """One CR of each kind, not measured; then until the memcached one's Deployment is
+        available (its status changes bring reconciles of their own) and `QUIET` seconds have
+        passed without a reconcile finishing."""
+        self.creator.one(ns, MEMCACHED, "warm-up")
+        memcached.wait(["warm-up"])
+        self.creator.one(ns, TRIVIAL, "warm-up")
+        trivial.wait(["warm-up"])
+        apps = client.AppsV1Api(self.api)
+        deadline = time.monotonic() + WAIT
+        while not available(apps, ns, "warm-up-memcached"):
+            if time.monotonic() > deadline:
+                raise BenchError(f"the warm-up's Deployment not available in {ns}")
+            time.sleep(0.2)
+        finished, since = reconciles(op), time.monotonic()
+        while time.monotonic() - since < QUIET:
+            if time.monotonic() > deadline:
+                raise BenchError(f"the operator in {ns} did not settle within {WAIT:.0f} s")
+            time.sleep(0.2)
+            now = reconciles(op)
+            if now != finished:
+                finished, since = now, time.monotonic()
 
     def at_rest(self, mode: str, raw: dict[str, Any]) -> None:
         ns = self.namespace(f"{mode}-rest")
@@ -325,6 +354,24 @@ class Bench:
                 self.core.delete_namespace(ns)
         self.creator.close()
         self.api.close()
+
+
+def available(apps: client.AppsV1Api, namespace: str, name: str) -> bool:
+    status = apps.read_namespaced_deployment_status(name, namespace).status
+    return bool(status is not None and status.available_replicas)
+
+
+def reconciles(op: launcher.OperatorProcess) -> float:
+    """How many reconciles the operator has finished (its ansible_operator_reconcile_result)."""
+    if op.metrics_url is None:
+        raise BenchError("the operator was launched without a metrics endpoint")
+    with urllib.request.urlopen(op.metrics_url, timeout=30) as response:
+        text = response.read().decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("ansible_operator_reconcile_result{")
+    )
 
 
 def machine() -> dict[str, Any]:
