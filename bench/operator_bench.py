@@ -6,12 +6,11 @@ new operator's warm-up: the warm runner's first run of a kind records what the k
 imports and keeps its packaged modules and compiled templates; the memcached role sends its
 sample metrics once per operator), and until the memcached one's Deployment is available and the
 reconciles its status changes bring are over; then single trivial CRs one after another
-(create → Successful), a burst of trivial
-CRs at once and a burst of memcached CRs at once (time until all are Successful). Once per mode,
-with ``--at-rest-crs`` trivial CRs all Successful: the memory (RSS and PSS of the operator and
-every descendant) and the CPU it uses at rest, then a restart, timed from the new process to a
-new CR's Successful. Successful is seen through a watch (the condition True at the CR's
-generation), never by polling.
+(create → Successful), a burst of trivial CRs at once and a burst of memcached CRs at once
+(time until all are Successful). Once per mode, with ``--at-rest-crs`` trivial CRs all
+Successful: the memory (RSS and PSS of the operator and every descendant) and the CPU it uses at
+rest, then a restart, timed from the new process to a new CR's Successful. Successful is seen
+through a watch (the condition True at the CR's generation), never by polling.
 
 It writes `bench/results/<stamp>.json` (raw samples and figures), `<stamp>.png`, and `latest.md`
 and `latest.png`, which the README shows.
