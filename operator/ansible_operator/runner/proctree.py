@@ -1,14 +1,15 @@
 """Find and kill every process of one Ansible run, however it detached itself.
 
 Killing ansible-runner's process group is not enough: ansible-runner starts ansible-playbook on a
-pseudo-terminal in a new session, and every Ansible worker calls setsid() again, so a module's
-`sleep 600` runs two sessions away from the process we started, and is re-parented to init once
-its parents die. What all of them keep is the environment. Each run therefore gets a unique
-marker variable; a sweep signals ansible-runner's process group plus every process whose
-`/proc/<pid>/environ` carries the marker. A process counts as gone once it is a zombie or has
-vanished; orphaned zombies stay until init reaps them, so the operator needs an init that reaps
-(tini, as in upstream's image). Processes are remembered by pid and start time, so a recycled
-pid is never signalled. Without /proc (not Linux) only the process group is signalled.
+pseudo-terminal in a new session, and ansible-core 2.19's workers call setsid() again (2.18's
+do not), so a module's `sleep 600` runs one or two sessions away from the process we started,
+and is re-parented to init once its parents die. What all of them keep is the environment.
+Each run therefore gets a unique marker variable; a sweep signals ansible-runner's process group
+plus every process whose `/proc/<pid>/environ` carries the marker. A process counts as gone once
+it is a zombie or has vanished; orphaned zombies stay until init reaps them, so the operator
+needs an init that reaps (tini, as in upstream's image). Processes are remembered by pid and
+start time, so a recycled pid is never signalled. Without /proc (not Linux) only the process
+group is signalled.
 """
 
 from __future__ import annotations
