@@ -169,8 +169,10 @@ def test_replicas_share_the_crs_without_overlap_as_members_come_and_go(
     first = journal.ended()
     assert all(len(replicas) == 1 for replicas in first.values()), first  # one owner each
     share = Counter(next(iter(replicas)) for replicas in first.values())
-    # The shards split 11/11/10; the CRs follow their random uids (binomial, sd about 3.7).
-    assert all(8 <= share[r.name] <= 32 for r in (one, two, three)), share
+    # The shards split 11/11/10; the CRs follow their random uids (binomial, sd about 3.7). A
+    # fair split falls outside 3..40 about once in four million runs (8..32, once in 440: CI
+    # met it as 33/14/13).
+    assert all(3 <= share[r.name] <= 40 for r in (one, two, three)), share
     assert sum(owned(r) for r in (one, two, three)) == 60
     assert journal.overlaps() == []
 
