@@ -16,6 +16,7 @@ import pytest
 
 from ansible_operator import procfs
 from ansible_operator.dev import launcher
+from ansible_operator.devcluster import processes
 
 
 def config(tmp_path: Path, **kwargs) -> launcher.LaunchConfig:
@@ -240,3 +241,13 @@ def test_a_recorded_pid_reused_by_another_process_is_not_the_operator(tmp_path):
     finally:
         other.kill()
         other.wait()
+
+
+def test_free_ports_come_from_below_the_ephemeral_range_and_can_be_bound():
+    low = int(processes.EPHEMERAL_RANGE.read_text().split()[0])
+    ports = processes.free_ports(5)
+    assert len(set(ports)) == 5
+    for port in ports:
+        assert low - processes.PICKED_SPAN <= port < low  # never one a bind to 0 could take
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", port))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -83,18 +84,31 @@ def _signal_group(ref: ProcessRef, sig: signal.Signals) -> None:
         os.kill(ref.pid, sig)
 
 
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+PICKED_SPAN = 8192  # ports below the ephemeral range that free_ports picks from
+
+
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct loopback ports that were free a moment ago."""
-    sockets = []
+    """``count`` distinct loopback ports that were free a moment ago, from below the kernel's
+    ephemeral range: a port from inside it could be handed out, before its user binds it, to
+    any bind to port 0 (the operator's own proxy) or outgoing connection on the machine."""
     try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+        low = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768  # Linux's default
+    candidates = list(range(max(1024, low - PICKED_SPAN), low))
+    random.shuffle(candidates)  # parallel callers rarely try the same ones
+    ports: list[int] = []
+    for port in candidates:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        ports.append(port)
+        if len(ports) == count:
+            return ports
+    raise OSError(f"fewer than {count} free loopback ports below {low}")
 
 
 def tail(path: Path, lines: int = 15) -> str:
