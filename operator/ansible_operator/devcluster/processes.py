@@ -91,7 +91,7 @@ PICKED_SPAN = 8192  # ports below the ephemeral range that free_ports picks from
 def free_ports(count: int) -> list[int]:
     """``count`` distinct loopback ports that were free a moment ago, from below the kernel's
     ephemeral range: a port from inside it could be handed out, before its user binds it, to
-    any bind to port 0 (the operator's own proxy) or outgoing connection on the machine."""
+    any bind to port 0 (one of the operator's own listeners) or outgoing connection."""
     try:
         low = int(EPHEMERAL_RANGE.read_text().split()[0])
     except (OSError, ValueError, IndexError):

@@ -7,11 +7,10 @@ of the calling Ansible worker instead: that process has imported Ansible and the
 client. Collections' module utilities (kubernetes.core's) are imported in each module's fork, from
 code compiled once (codecache.py): a worker is a new fork for each task, and importing them once
 per run in ansible-playbook instead saved about 2% of a memcached run's CPU (measured), and would
-cost a run that uses none. The fork gets the payload's stdin,
-stdout and stderr on pipes and its exit status goes back as the command's; it is a copy, so
-nothing a module changes (its arguments in `basic._ANSIBLE_ARGS`, caches, the environment, the
-working directory) outlives it. Anything else (become, other commands, another Python) goes to
-the builtin local connection unchanged.
+cost a run that uses none. The fork gets the payload's stdin, stdout and stderr on pipes and its
+exit status goes back as the command's; it is a copy, so nothing a module changes (its arguments
+in `basic._ANSIBLE_ARGS`, caches, the environment, the working directory) outlives it. Anything
+else (become, other commands, another Python) goes to the builtin local connection unchanged.
 
 `install()` patches the builtin `local` connection class, in the process of a warm run only.
 """
