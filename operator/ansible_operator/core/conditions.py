@@ -25,6 +25,9 @@ REASON_FAILED = "Failed"
 # ran past its timeout. Both are retried, and their messages say so.
 REASON_INTERRUPTED = "Interrupted"
 REASON_TIMEOUT = "Timeout"
+# Ours: the spec sets a variable that is Ansible's, not the CR's (core.reserved); no run starts
+# until the spec changes.
+REASON_RESERVED_VARIABLE = "ReservedVariable"
 
 MESSAGE_RUNNING = "Running reconciliation"
 MESSAGE_AWAITING = "Awaiting next reconciliation"
@@ -250,15 +253,20 @@ def mark_failure(
 
 
 def mark_error(
-    status: Mapping[str, Any] | None, *, message: str, now: datetime, generation: int | None
+    status: Mapping[str, Any] | None,
+    *,
+    message: str,
+    now: datetime,
+    generation: int | None,
+    reason: str = REASON_FAILED,
 ) -> Status:
     """The run could not happen (bad annotation, runner failed to start, ...): `Running` and
-    `Successful` flip to False, `Failure=True/Failed/<message>`."""
+    `Successful` flip to False, `Failure=True/<reason>/<message>` (upstream's reason: `Failed`)."""
     stamp = format_transition_time(now)
     custom, conditions = _split(status, stamp)
     conditions = _flip_false(conditions, RUNNING, now=stamp, generation=generation)
     conditions = _flip_false(conditions, SUCCESSFUL, now=stamp, generation=generation)
-    failure = _new(FAILURE, TRUE, REASON_FAILED, message, now=stamp, generation=generation)
+    failure = _new(FAILURE, TRUE, reason, message, now=stamp, generation=generation)
     return _join(custom, _set(conditions, failure, generation))
 
 

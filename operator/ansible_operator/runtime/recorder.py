@@ -63,8 +63,8 @@ class EventRecorder:
         self._client = client
         self._clock = clock
 
-    async def failed(self, obj: dict[str, Any], message: str) -> None:
-        await self.post(obj, type_="Warning", reason=FAILED, message=message)
+    async def failed(self, obj: dict[str, Any], message: str, *, reason: str = FAILED) -> None:
+        await self.post(obj, type_="Warning", reason=reason, message=message)
 
     async def recovered(self, obj: dict[str, Any]) -> None:
         await self.post(obj, type_="Normal", reason=SUCCEEDED, message=RECOVERED_MESSAGE)

@@ -137,12 +137,12 @@ class StatusWriter:
             )
         )
 
-    async def error(self, message: str) -> None:
+    async def error(self, message: str, *, reason: str = conditions.REASON_FAILED) -> None:
         """Upstream's markError: no run happened; written even when the watch does not manage
         status."""
         await self._write(
             lambda s: conditions.mark_error(
-                s, message=message, now=self._clock(), generation=self._generation
+                s, message=message, now=self._clock(), generation=self._generation, reason=reason
             )
         )
 
