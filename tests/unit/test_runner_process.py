@@ -125,6 +125,14 @@ def test_environment_adds_kubeconfig_extras_and_marker(tmp_path: Path) -> None:
     assert base == {"PATH": "/usr/bin", "HOME": "/h", "KUBECONFIG": "/old"}
 
 
+def test_environment_leaves_out_the_in_cluster_variables() -> None:
+    """The operator's Pod has them; a run's clients must not fall back to its ServiceAccount."""
+    base = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443", "X": "1"}
+    env = run_environment("/nowhere/ar", request(playbook="p"), "m", base)
+    assert not {"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"} & env.keys()
+    assert env["X"] == "1" and env["KUBECONFIG"] == "/kc"
+
+
 def test_environment_keeps_an_explicit_colour_choice() -> None:
     env = run_environment("/nowhere/ar", request(playbook="p"), "m", {"ANSIBLE_FORCE_COLOR": "1"})
     assert "ANSIBLE_NOCOLOR" not in env

@@ -45,6 +45,8 @@ LATEST_LINK = "latest"
 _EVENT_FILE = re.compile(r"^(\d+)-.+\.json$")
 _TAIL_BYTES = 4096
 _TAIL_LINES = 20
+# What the in-cluster loaders (client-go's, the Python client's, kubectl's) look for first.
+IN_CLUSTER_ENV = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
 
 _default_logger = logging.getLogger("ansible_operator.runner")
 
@@ -111,11 +113,19 @@ def run_path(executable: str, path: str) -> str:
 def run_environment(
     executable: str, request: RunRequest, marker: str, base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The environment of the run: the operator's, the kubeconfig, the caller's extras."""
+    """The environment of the run: the operator's, the kubeconfig, the caller's extras.
+
+    The in-cluster variables are left out: without them the in-cluster loaders refuse instead
+    of taking the operator's ServiceAccount token, so a client that falls back to them
+    (`kubernetes.config.load_config()`, kubernetes.core without a kubeconfig) ends up on the
+    run's kubeconfig, the proxy.
+    """
     env = dict(os.environ if base is None else base)
     env["K8S_AUTH_KUBECONFIG"] = request.kubeconfig
     env["KUBECONFIG"] = request.kubeconfig
     env.update(request.extra_env)
+    for name in IN_CLUSTER_ENV:
+        env.pop(name, None)
     path = run_path(executable, env.get("PATH", ""))
     if path != env.get("PATH", ""):
         env["PATH"] = path

@@ -198,10 +198,13 @@ class PayloadFinder(importlib.abc.MetaPathFinder):
 def reread_environment() -> None:
     """Re-read what preloaded modules read from the environment when imported, now that this
     process has its run's (or task's) environment, as a new interpreter would have read it."""
-    kube_config = sys.modules.get("kubernetes.config.kube_config")
-    if kube_config is not None:  # load_kube_config()'s default file
-        default = os.environ.get("KUBECONFIG", "~/.kube/config")
-        setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", default)  # noqa: B010
+    # load_kube_config()'s default file, and its copies re-exported by the packages
+    # (kubernetes.config's is what load_config() looks for before falling back to in-cluster).
+    default = os.environ.get("KUBECONFIG", "~/.kube/config")
+    for name, loaded in list(sys.modules.items()):
+        names = getattr(loaded, "__dict__", {})  # a None entry blocks an import
+        if name.startswith("kubernetes.") and "KUBE_CONFIG_DEFAULT_LOCATION" in names:
+            setattr(loaded, "KUBE_CONFIG_DEFAULT_LOCATION", default)  # noqa: B010
     runner_main = sys.modules.get("ansible_runner.__main__")
     if runner_main is not None:  # defaults of ansible-runner's command line
         for name, variable in (
