@@ -22,6 +22,7 @@ from ansible_operator.core.conditions import (
     settled,
     timeout_message,
 )
+from ansible_operator.core.limits import CONDITION_MESSAGE_BYTES
 
 T0 = datetime(2026, 1, 2, 15, 4, 5, 123456, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=1)
@@ -267,6 +268,18 @@ def test_first_run_failure() -> None:
             cond("Successful", "False", "", "", S1),
         ]
     }
+
+
+def test_a_failure_message_past_a_conditions_limit_is_cut_saying_so() -> None:
+    dump = "debug1: " + "ssh chatter " * 4000  # 48 KiB of a verbose failure
+    for status in (
+        mark_failure(None, message=dump, ansible_result=None, now=T0, generation=1),
+        mark_error(None, message=dump, now=T0, generation=1),
+    ):
+        message = get_condition(status, "Failure")["message"]  # type: ignore[index]
+        assert len(message.encode()) <= CONDITION_MESSAGE_BYTES
+        assert message.startswith("debug1: ssh chatter ")
+        assert message.endswith(f" ... [cut: {len(dump) - message.index(' ... [cut')} more bytes]")
 
 
 def test_recovery_after_failure() -> None:

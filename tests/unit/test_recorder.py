@@ -8,7 +8,8 @@ import logging
 
 import pytest
 
-from ansible_operator.runtime.recorder import MESSAGE_LIMIT, EventRecorder, build_event
+from ansible_operator.core.limits import EVENT_NOTE_BYTES
+from ansible_operator.runtime.recorder import EventRecorder, build_event
 from tests.unit.fake_api import FakeApi
 
 T0 = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
@@ -43,11 +44,13 @@ def test_two_events_on_one_object_have_different_names() -> None:
     assert first["metadata"]["name"] != second["metadata"]["name"]
 
 
-def test_a_long_message_is_cut_to_the_api_servers_limit_on_a_character_boundary() -> None:
+def test_a_long_message_is_cut_to_a_notes_limit_saying_so() -> None:
     event = build_event(THING, type_="Warning", reason="r", message="é" * 2000, now=T0)
-    encoded = event["message"].encode()
-    assert len(encoded) <= MESSAGE_LIMIT
-    assert event["message"].endswith("...") and event["message"].startswith("éé")
+    message = event["message"]
+    assert len(message.encode()) <= EVENT_NOTE_BYTES
+    kept = message.split(" ... ")[0]
+    assert kept == "é" * len(kept)
+    assert message.endswith(f" ... [cut: {4000 - len(kept.encode())} more bytes]")
 
 
 def test_a_cluster_scoped_objects_events_go_to_default() -> None:

@@ -3,7 +3,8 @@
 Types, reasons, messages, order and upstream's SetCondition rules are kept (steady state after a
 success: `[Running, Successful, Failure]`); deliberately, each condition we write records its
 `observedGeneration`, a flipped condition gets a fresh `lastTransitionTime`, and conditions written
-by others keep every field. Callers pass `now`: nothing here reads a clock.
+by others keep every field. A message we write is capped (core.limits). Callers pass `now`:
+nothing here reads a clock.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
+
+from ansible_operator.core.limits import CONDITION_MESSAGE_BYTES, cap
 
 RUNNING = "Running"
 SUCCESSFUL = "Successful"
@@ -154,7 +157,7 @@ def _new(
         "status": status,
         "lastTransitionTime": now,
         "reason": reason,
-        "message": message,
+        "message": cap(message, CONDITION_MESSAGE_BYTES),
     }
     if result is not None:
         condition["ansibleResult"] = copy.deepcopy(dict(result))

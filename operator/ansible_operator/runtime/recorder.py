@@ -12,11 +12,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from ansible_operator.core.limits import EVENT_NOTE_BYTES, cap
 from ansible_operator.kube.api import Api
 from ansible_operator.kube.client import ApiError, Unreachable
 
 COMPONENT = "ansible-operator"
-MESSAGE_LIMIT = 1024  # the API server refuses Event messages beyond this many bytes
 log = logging.getLogger("events")
 
 FAILED = "ReconcileFailed"
@@ -30,9 +30,6 @@ def build_event(
     meta = obj["metadata"]
     namespace = meta.get("namespace") or "default"
     stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-    encoded = message.encode()
-    if len(encoded) > MESSAGE_LIMIT:
-        message = encoded[: MESSAGE_LIMIT - 3].decode(errors="ignore") + "..."
     return {
         "apiVersion": "v1",
         "kind": "Event",
@@ -47,7 +44,7 @@ def build_event(
         },
         "type": type_,
         "reason": reason,
-        "message": message,
+        "message": cap(message, EVENT_NOTE_BYTES),
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,
         "firstTimestamp": stamp,
