@@ -107,9 +107,7 @@ def test_a_project_with_every_file(empty, capsys):
 def test_runtime_rules_events_and_leases(empty):
     assert cli.main(["init", "--domain", "example.com"]) == 0
     role = yaml.safe_load((empty / "config/rbac/role.yaml").read_text())
-    assert {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]} in role[
-        "rules"
-    ]
+    assert {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]} in role["rules"]
     leader = yaml.safe_load((empty / "config/rbac/leader_election_role.yaml").read_text())
     leases = [r for r in leader["rules"] if r["resources"] == ["leases"]]
     assert leases and {"get", "create", "update"} <= set(leases[0]["verbs"])

@@ -139,9 +139,14 @@ def test_the_rbac_rule_lets_the_operator_manage_its_kind(fresh):
     assert role["rules"] == [
         {
             "apiGroups": ["cache.example.com"],
-            "resources": ["memcacheds", "memcacheds/status", "memcacheds/finalizers"],
-            "verbs": ["get", "list", "watch", "patch", "update"],
-        }
+            "resources": ["memcacheds"],
+            "verbs": ["get", "list", "watch", "patch"],
+        },
+        {
+            "apiGroups": ["cache.example.com"],
+            "resources": ["memcacheds/status"],
+            "verbs": ["patch", "update"],
+        },
     ]
 
 
@@ -193,7 +198,12 @@ def test_a_second_kind_extends_what_the_first_made(fresh):
     watches = load_watches(fresh / "watches.yaml", cwd=fresh)
     assert [w.gvk.kind for w in watches] == ["Memcached", "Backup"]
     rules = load(fresh / "config/rbac/role.yaml")["rules"]
-    assert [r["resources"][0] for r in rules] == ["memcacheds", "backups"]
+    assert [r["resources"][0] for r in rules] == [
+        "memcacheds",
+        "memcacheds/status",
+        "backups",
+        "backups/status",
+    ]
     assert "# What the operator may do." in (fresh / "config/rbac/role.yaml").read_text()
     assert generate.plan(Path("watches.yaml"), generate.DEFAULT_OUTPUT).crds[1].up_to_date
 

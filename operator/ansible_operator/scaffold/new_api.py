@@ -29,7 +29,10 @@ TEMPLATES = Path(__file__).parent / "templates" / "new_api"
 WATCH_MARKER = "# +kubebuilder:scaffold:watch"
 CRD_MARKER = "# +kubebuilder:scaffold:crdkustomizeresource"
 SAMPLES_MARKER = "# +kubebuilder:scaffold:manifestskustomizesamples"
-RBAC_VERBS = ["get", "list", "watch", "patch", "update"]
+# A kind's rules (docs/security.md): the operator watches and reads the kind, and patches it to
+# add and remove a finalizer; it updates /status with the conditions, k8s_status patches it.
+KIND_VERBS = ["get", "list", "watch", "patch"]
+STATUS_VERBS = ["patch", "update"]
 # molecule/common/: the scenarios' harness, the same files as this repository's molecule/common.
 MOLECULE_COMMON = ("vars.yml", "create.yml", "destroy.yml", "operator_log.yml")
 
@@ -257,18 +260,19 @@ def _kustomization_change(path: Path, marker: str, entry: str) -> Change | None:
     )
 
 
-def _rbac_rule(api: NewApi) -> dict[str, Any]:
-    return {
-        "apiGroups": [api.group],
-        "resources": [api.plural, f"{api.plural}/status", f"{api.plural}/finalizers"],
-        "verbs": list(RBAC_VERBS),
-    }
+def _rbac_rules(api: NewApi) -> list[dict[str, Any]]:
+    return [
+        {"apiGroups": [api.group], "resources": [api.plural], "verbs": list(KIND_VERBS)},
+        {
+            "apiGroups": [api.group],
+            "resources": [f"{api.plural}/status"],
+            "verbs": list(STATUS_VERBS),
+        },
+    ]
 
 
 def _rbac_change(path: Path, api: NewApi) -> Change | None:
-    """The kind's rule added to the operator's (Cluster)Role, which is created if missing."""
-    rule = _rbac_rule(api)
-    rule_text = yaml.safe_dump(rule, sort_keys=False, default_flow_style=None)
+    """The kind's rules added to the operator's (Cluster)Role, which is created if missing."""
     created = not path.is_file()
     text = _render("rbac_role.yaml", api) if created else path.read_text(encoding="utf-8")
     docs = [d for d in yaml.safe_load_all(text) if d is not None]
@@ -277,27 +281,31 @@ def _rbac_change(path: Path, api: NewApi) -> Change | None:
         raise NewApiError(f"{path}: no Role or ClusterRole to add the rule for {api.kind} to")
     named = [r for r in roles if (r.get("metadata") or {}).get("name") == "manager-role"]
     role = (named or roles)[0]
-    if rule in (role.get("rules") or []):
+    missing = [rule for rule in _rbac_rules(api) if rule not in (role.get("rules") or [])]
+    if not missing:
         return None
 
-    def has_rule(new_text: str) -> bool:
+    def has_rules(new_text: str) -> bool:
         for doc in yaml.safe_load_all(new_text):
             if isinstance(doc, dict) and doc.get("kind") == role.get("kind"):
                 same = (doc.get("metadata") or {}).get("name") == (role.get("metadata") or {}).get(
                     "name"
                 )
-                if same and rule in (doc.get("rules") or []):
+                if same and all(rule in (doc.get("rules") or []) for rule in missing):
                     return True
         return False
 
-    new = None
+    new: str | None = None
     if len(docs) == 1 and _last_key(text) == "rules":
-        new = append_to_list(text, "rules", rule_text)
-    if new is None or not has_rule(new):
+        new = text
+        for rule in missing:
+            rule_text = yaml.safe_dump(rule, sort_keys=False, default_flow_style=None)
+            new = append_to_list(new, "rules", rule_text) if new is not None else None
+    if new is None or not has_rules(new):
         role.setdefault("rules", [])
-        role["rules"] = [*(role["rules"] or []), rule]
+        role["rules"] = [*(role["rules"] or []), *missing]
         new = "---\n" + "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs)
-    return Change(path, new, created=created, check=has_rule)
+    return Change(path, new, created=created, check=has_rules)
 
 
 def _last_key(text: str) -> str | None:
