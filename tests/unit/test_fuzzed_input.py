@@ -11,17 +11,19 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ansible_operator.core.extravars import (
     MAX_SPEC_DEPTH,
     META_VAR,
+    ReservedVariableError,
     SpecError,
     build_extra_vars,
     mark_unsafe,
     too_deep,
 )
+from ansible_operator.core.reserved_vars import is_reserved
 from ansible_operator.core.watches import GVK, Watch, WatchesError, load_watches
 from ansible_operator.gocompat.strcase import map_to_snake, to_snake
 from ansible_operator.kube.config import ConfigError, from_kubeconfig
@@ -56,6 +58,7 @@ def one_line(text: str) -> bool:
 @FUZZ
 @given(spec=st.dictionaries(KEYS, JSON, max_size=6))
 def test_any_json_spec_becomes_json_variables(spec):
+    assume(not any(is_reserved(to_snake(key)) for key in spec))  # refused: the test below
     obj = {"metadata": {"name": "x", "namespace": "ns"}, "spec": spec}
     params = build_extra_vars(obj, WATCH, finalizing=False)
     json.dumps(params)  # what the runner writes to env/extravars
@@ -64,6 +67,39 @@ def test_any_json_spec_becomes_json_variables(spec):
     for key in spec:
         if to_snake(key) != META_VAR:
             assert to_snake(key) in params
+
+
+# Keys written to become Ansible's own variables, in every spelling an attacker might try.
+SUFFIX = st.text(min_size=0, max_size=10)
+LOOK_ALIKES = {"a": ["\uff41", "\u0430", "\U0001d41a"], "_": ["\uff3f", "\u2017"], "s": ["\u0455"]}
+
+
+def look_alike(text: str, data: st.DataObject) -> str:
+    return "".join(
+        data.draw(st.sampled_from([c, *LOOK_ALIKES[c]])) if c in LOOK_ALIKES else c for c in text
+    )
+
+
+@FUZZ
+@given(
+    form=st.sampled_from(["ansible_{}", "Ansible{}", "ansible{}", "ANSIBLE_{}", "_ansible_{}"]),
+    suffix=SUFFIX,
+    snake_case=st.booleans(),
+    data=st.data(),
+)
+def test_keys_that_become_ansible_variables_are_refused_or_harmless(form, suffix, snake_case, data):
+    key = form.format(suffix.capitalize() if form[0] == "A" else suffix)
+    if data.draw(st.booleans()):
+        key = look_alike(key, data)
+    watch = Watch(gvk=WATCH.gvk, role=WATCH.role, snake_case_parameters=snake_case)
+    obj = {"metadata": {"name": "x", "namespace": "ns"}, "spec": {key: "v", "size": 1}}
+    try:
+        params = build_extra_vars(obj, watch, finalizing=False)
+    except ReservedVariableError as refused:
+        assert one_line(str(refused)) and "would set the Ansible variable" in str(refused)
+        return
+    # Harmless: no variable that Ansible reads as its own (its names are case-sensitive).
+    assert [name for name in params if name.startswith("ansible_")] == [META_VAR]
 
 
 @FUZZ

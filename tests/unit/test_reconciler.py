@@ -91,6 +91,7 @@ def world(
     finalizers: list[str] | None = None,
     extra_env: Callable[[], Mapping[str, str]] = dict,
     spec: dict[str, Any] | None = None,
+    ansible_names: frozenset[str] = frozenset(),
 ) -> World:
     api = FakeApi(THINGS)
     meta: dict[str, Any] = {"name": "a", "namespace": "ns"}
@@ -130,6 +131,7 @@ def world(
         resource=resource,
         reconcile_period=3600.0,
         clock=lambda: T0,
+        ansible_names=ansible_names,
     )
     return World(api, runner, proxy, reconciler, tmp_path)
 
@@ -407,6 +409,85 @@ def test_a_spec_too_deep_for_variables_is_a_failure_naming_the_field_and_no_run(
     message = w.condition("Failure")["message"]
     assert message.startswith("Unable to run reconciliation: spec.deepField is nested more than")
     assert w.proxy.valid == {}
+
+
+# --- reserved variables ---------------------------------------------------------------------------
+
+INJECTION = {
+    "ansibleConnection": "ssh",
+    "ansibleHost": "127.0.0.1",
+    "ansibleSshCommonArgs": "-o ProxyCommand='touch marker'",
+}
+
+
+def test_a_spec_that_sets_ansible_variables_is_refused_without_a_run_or_a_finalizer(tmp_path):
+    w = world(tmp_path, [], watch=WITH_FINALIZER, spec={"size": 1, **INJECTION})
+    with pytest.raises(TerminalError) as raised:
+        w.reconcile()
+
+    message = (
+        "spec.ansibleConnection would set the Ansible variable ansible_connection; "
+        "spec.ansibleHost would set the Ansible variable ansible_host; "
+        "spec.ansibleSshCommonArgs would set the Ansible variable ansible_ssh_common_args: "
+        "Ansible's own variables are not the CR's to set (remove the field, or allow the "
+        "variable by name with allowReservedVars in watches.yaml)"
+    )
+    assert str(raised.value) == message
+    assert w.runner.requests == [] and w.proxy.issued == 0
+    failure = w.condition("Failure")
+    assert (failure["status"], failure["reason"], failure["message"]) == (
+        "True",
+        "ReservedVariable",
+        message,
+    )
+    assert w.events() == [("Warning", "ReservedVariable", message)]
+    assert "finalizers" not in w.obj()["metadata"]  # nothing to clean up: nothing ran
+
+
+def test_without_snake_case_the_keys_as_written_are_refused(tmp_path):
+    watch = Watch(gvk=WATCH.gvk, role="/roles/thing", snake_case_parameters=False)
+    w = world(tmp_path, [], watch=watch, spec={"ansible_become_password": "x", "ansibleHost": 1})
+    with pytest.raises(
+        TerminalError,
+        match=r"^spec\.ansible_become_password would set the "
+        r"Ansible variable ansible_become_password: ",
+    ):
+        w.reconcile()
+    assert w.runner.requests == []
+
+
+def test_a_variable_the_watch_allows_by_name_reaches_the_role(tmp_path):
+    watch = Watch(gvk=WATCH.gvk, role="/roles/thing", allow_reserved_vars=("ansible_host",))
+    w = world(tmp_path, [succeeded()], watch=watch, spec={"ansibleHost": "db"})
+    w.reconcile()
+    [request] = w.runner.requests
+    assert request.extravars["ansible_host"] == {"__ansible_unsafe": "db"}
+
+    w = world(tmp_path / "2", [], watch=watch, spec={"ansibleHost": "db", "ansibleUser": "x"})
+    with pytest.raises(TerminalError, match="ansibleUser would set the Ansible variable"):
+        w.reconcile()
+
+
+def test_a_finalizer_run_is_refused_too_and_the_finalizer_stays(tmp_path):
+    w = world(tmp_path, [], watch=WITH_FINALIZER, finalizers=[FINALIZER], spec=INJECTION)
+    w.api.delete(THINGS, "ns", "a")
+    with pytest.raises(TerminalError, match="ansible_connection"):
+        w.reconcile()
+    assert w.runner.requests == []
+    assert w.obj()["metadata"]["finalizers"] == [FINALIZER]
+
+
+def test_a_key_that_shadows_a_magic_name_runs_with_one_warning_per_name(tmp_path, caplog):
+    names = frozenset({"port", "environment", "hostvars"})
+    spec = {"port": 80, "environment": "prod", "size": 1}
+    w = world(tmp_path, [succeeded(), succeeded()], spec=spec, ansible_names=names)
+    with caplog.at_level(logging.WARNING, logger="reconciler"):
+        w.reconcile()
+        w.reconcile()
+    assert len(w.runner.requests) == 2
+    shadows = [r.getMessage() for r in caplog.records if "a name ansible-core" in r.getMessage()]
+    assert sorted(m.split()[0] for m in shadows) == ["spec.environment", "spec.port"]
+    assert "the CR's spec is also _test_example_com_thing_spec" in shadows[0]
 
 
 def test_an_unreachable_api_server_is_retried(tmp_path):

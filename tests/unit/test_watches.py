@@ -229,6 +229,12 @@ def test_every_field(project: Path) -> None:
         ),
         ("blacklist: null", "blacklist", ()),
         ("finalizer: null", "finalizer", None),
+        (
+            "allowReservedVars: [ansible_port, ansible_user]",
+            "allow_reserved_vars",
+            ("ansible_port", "ansible_user"),
+        ),
+        ("allowreservedvars: [ansible_port]", "allow_reserved_vars", ("ansible_port",)),
         # Unknown keys, including upstream's no-op ones, are ignored.
         ("maxWorkers: 4", "vars", {}),
         ("ansibleVerbosity: 7", "vars", {}),
@@ -641,6 +647,19 @@ def test_finalizer_role_and_playbook_resolution(project: Path) -> None:
         (
             "- {version: v1, kind: A, role: memcached, vars: {x: .nan}}\n",
             "@ vars.x: nan cannot be represented in JSON",
+        ),
+        (
+            "- {version: v1, kind: A, role: memcached, allowReservedVars: ansible_port}\n",
+            "@ allowReservedVars must be a list of variable names, got string",
+        ),
+        (
+            "- {version: v1, kind: A, role: memcached, allowReservedVars: [ansible_port, 8]}\n",
+            "@ allowReservedVars[1] must be a variable name, got number",
+        ),
+        (
+            "- {version: v1, kind: A, role: memcached, allowReservedVars: [port]}\n",
+            "@ allowReservedVars[0]: 'port' is not a reserved variable: only ansible_* names "
+            "other than ansible_operator_meta are refused, so only they can be allowed",
         ),
         (
             "- {version: v1, kind: A, role: memcached, blacklist: {kind: B}}\n",

@@ -2,9 +2,10 @@
 
 Names and assembly order are upstream's (spec keys, `ansible_operator_meta`, `_<group>_<kind>`,
 `_<group>_<kind>_spec`, watch vars, finalizer vars; later steps overwrite earlier ones), so
-existing roles run unchanged. The one deliberate difference is safety: every string that comes
+existing roles run unchanged. The deliberate differences are for safety: every string that comes
 from the CR is wrapped as `{"__ansible_unsafe": ...}` unless the watch says `markUnsafe: false`,
-so Jinja written into a CR is never evaluated with the operator's credentials.
+so Jinja written into a CR is never evaluated with the operator's credentials; and a spec key
+that would set one of Ansible's own `ansible_*` variables is refused (`core.reserved_vars`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_operator.core import objects
+from ansible_operator.core import objects, reserved_vars
+from ansible_operator.core.reserved_vars import META_VAR
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.gocompat.strcase import map_to_snake
 
@@ -25,6 +27,19 @@ MAX_SPEC_DEPTH = 100
 
 class SpecError(ValueError):
     """A spec that cannot be turned into variables; the message names the field."""
+
+
+class ReservedVariableError(SpecError):
+    """A spec key that would set one of Ansible's own variables (see `core.reserved_vars`)."""
+
+
+def check_reserved(spec: Any, watch: Watch) -> None:
+    """Raise ReservedVariableError when a top-level key of `spec` becomes an `ansible_*`
+    variable that `watch` does not allow by name."""
+    variables = reserved_vars.spec_variables(spec, snake_case=watch.snake_case_parameters)
+    refused = reserved_vars.refused(variables, watch.allow_reserved_vars)
+    if refused:
+        raise ReservedVariableError(reserved_vars.refusal_message(refused))
 
 
 def too_deep(value: Any, limit: int, path: str = "spec") -> str | None:
@@ -39,9 +54,6 @@ def too_deep(value: Any, limit: int, path: str = "spec") -> str | None:
         elif isinstance(current, list):
             stack += [(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(current)]
     return None
-
-
-META_VAR = "ansible_operator_meta"
 
 
 def mark_unsafe(value: Any) -> Any:
@@ -82,6 +94,7 @@ def build_extra_vars(obj: Mapping[str, Any], watch: Watch, *, finalizing: bool) 
             f"spec.{field.split('[')[0]} is nested more than {MAX_SPEC_DEPTH} levels deep "
             f"(at {deep[:200]}): it cannot be turned into role variables"
         )
+    check_reserved(raw_spec, watch)
     spec: dict[str, Any] = copy.deepcopy(dict(raw_spec)) if isinstance(raw_spec, Mapping) else {}
     unsafe = watch.marks_spec_unsafe
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from ansible_operator.core import reserved_vars
 from ansible_operator.core.selectors import LabelSelector
 from ansible_operator.gocompat.durations import parse_go_duration
 
@@ -95,6 +96,8 @@ class Watch:
     selector: LabelSelector = field(default_factory=LabelSelector)
     # Our addition (`runTimeout`): seconds; None means "use --ansible-run-timeout".
     run_timeout: float | None = None
+    # Our addition (`allowReservedVars`): the `ansible_*` variables a CR's spec may set.
+    allow_reserved_vars: tuple[str, ...] = ()
 
     @property
     def marks_spec_unsafe(self) -> bool:
@@ -142,7 +145,8 @@ class WatchesError(Exception):
         self.gvk = gvk
         self.line = line
         self.column = column
-        super().__init__(self._format())
+        # A key or value quoted in the problem may hold line breaks: the message stays one line.
+        super().__init__(self._format().replace("\r", "\\r").replace("\n", "\\n"))
 
     def _format(self) -> str:
         where = self.path
@@ -391,6 +395,25 @@ def _as_vars(value: Any, name: str) -> dict[str, Any]:
     return result
 
 
+def _as_reserved_vars(value: Any) -> tuple[str, ...]:
+    """The `allowReservedVars` list: each an `ansible_*` variable name (anything else is allowed
+    anyway, and an entry that allows nothing is refused rather than ignored)."""
+    name = reserved_vars.WATCH_KEY
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _Problem(f"{name} must be a list of variable names, got {_type_name(value)}")
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise _Problem(f"{name}[{i}] must be a variable name, got {_type_name(item)}")
+        if not reserved_vars.is_reserved(item):
+            raise _Problem(
+                f"{name}[{i}]: {item!r} is not a reserved variable: only ansible_* names other "
+                f"than {reserved_vars.META_VAR} are refused, so only they can be allowed"
+            )
+    return tuple(value)
+
+
 def _unknown_keys(raw: Mapping[Any, Any], known: Sequence[str]) -> list[str]:
     """The keys `_fields` ignores, as written: upstream drops them silently; we say so once."""
     lowered = {name.lower() for name in known}
@@ -499,6 +522,7 @@ _WATCH_KEYS = (
     "finalizer",
     "selector",
     "runTimeout",
+    reserved_vars.WATCH_KEY,
 )
 _GVK_KEYS = ("group", "version", "kind")
 _FINALIZER_KEYS = ("name", "playbook", "role", "vars")
@@ -621,6 +645,7 @@ def _parse_fields(
         finalizer=finalizer,
         selector=selector,
         run_timeout=run_timeout or None,
+        allow_reserved_vars=_as_reserved_vars(fields.get(reserved_vars.WATCH_KEY)),
     )
     return _Parsed(
         watch=watch,

@@ -4,14 +4,19 @@ The answer comes from the executables a run starts (`ansible-runner` and the `an
 it finds on the run's PATH), each asked with `--version`, not from what this Python can import:
 the two differ when the operator and Ansible live in different environments. The operator asks
 once at start and refuses an ansible-core older than `MINIMUM_CORE`, or one that cannot find
-the collections every operator's roles need (`REQUIRED_COLLECTIONS`), in one line.
+the collections every operator's roles need (`REQUIRED_COLLECTIONS`), in one line. The same
+start asks that ansible-core, through the interpreter of its `ansible-playbook`, for the names it
+gives a meaning of its own (magic variables, play keywords, template globals): a spec key that
+shadows one is worth a warning.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import time
@@ -29,6 +34,14 @@ _RUNNER_VERSION = re.compile(r"^(\d+\.\d+\S*)\s*$", re.MULTILINE)
 _PROBE_TIMEOUT = 60.0
 # The roles reach the API server through kubernetes.core's modules (upstream's image has it too).
 REQUIRED_COLLECTIONS = ("kubernetes.core",)
+# ansible-core's own lists, not a copy: play keywords and template globals (`get_reserved_names`)
+# and the magic variables it sets itself (`INTERNAL_STATIC_VARS`).
+_NAMES_PROGRAM = (
+    "import json\n"
+    "from ansible.constants import INTERNAL_STATIC_VARS\n"
+    "from ansible.vars.reserved import get_reserved_names\n"
+    "print(json.dumps(sorted(set(get_reserved_names()) | set(INTERNAL_STATIC_VARS))))\n"
+)
 
 
 class UnsupportedAnsible(RunnerError):
@@ -43,6 +56,9 @@ class AnsibleVersions:
     core: str
     runner: str
     playbook: str
+    # The names ansible-core gives a meaning of its own; None when it could not be asked.
+    ansible_names: frozenset[str] | None = None
+    names_problem: str = ""  # why ansible_names is None
 
     @property
     def core_release(self) -> tuple[int, int]:
@@ -134,11 +150,37 @@ def probe_checked(runner_executable: str, env: Mapping[str, str] | None = None) 
     playbook = _find_playbook(runner_executable, environ)
     galaxy = _galaxy(playbook)
     asks = _version_asks(runner_executable, playbook)
-    outputs = _outputs([*asks, *_collection_lists(galaxy)], environ)
+    lists = _collection_lists(galaxy)
+    outputs = _outputs([*asks, *lists, _names_ask(playbook)], environ)
     found = _versions(runner_executable, playbook, outputs[: len(asks)])
     check_supported(found)
-    _check_listed(galaxy, outputs[len(asks) :], environ)
-    return found
+    _check_listed(galaxy, outputs[len(asks) : len(asks) + len(lists)], environ)
+    names, problem = parse_ansible_names(outputs[-1])
+    return dataclasses.replace(found, ansible_names=names, names_problem=problem)
+
+
+def _names_ask(playbook: str) -> list[str]:
+    """The interpreter of `playbook` (its `#!` line), running `_NAMES_PROGRAM`."""
+    try:
+        with open(playbook, encoding="utf-8", errors="replace") as script:
+            first = script.readline()
+    except OSError:
+        first = ""
+    interpreter = shlex.split(first[2:]) if first.startswith("#!") else []
+    return [*(interpreter or ["python3"]), "-c", _NAMES_PROGRAM]
+
+
+def parse_ansible_names(output: str | UnsupportedAnsible) -> tuple[frozenset[str] | None, str]:
+    """The names `_NAMES_PROGRAM` printed, or None and why not."""
+    if isinstance(output, UnsupportedAnsible):
+        return None, str(output)
+    try:
+        names = json.loads(output or "null")
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        return None, "ansible-core did not list them (its reserved names moved?)"
+    return frozenset(names), ""
 
 
 def _find_playbook(runner_executable: str, environ: Mapping[str, str]) -> str:

@@ -26,6 +26,7 @@ import kopf
 from kopf._cogs.structs.references import Insights
 
 from ansible_operator import __version__
+from ansible_operator.core import reserved_vars
 from ansible_operator.core.backoff import Backoff
 from ansible_operator.core.shards import ShardSpace
 from ansible_operator.core.watches import Watch, WatchesError, load_watches
@@ -124,6 +125,12 @@ class Operator:
             raise ValueError("a runner given without the Ansible versions it runs")
         versions.check_supported(ansible)
         log.info("Ansible", extra={"ansible_core": ansible.core, "ansible_runner": ansible.runner})
+        if ansible.ansible_names is None:
+            log.warning(
+                "Spec keys that shadow Ansible's magic variables are not warned about: "
+                f"{ansible.names_problem}"
+            )
+        self.ansible_names = ansible.ansible_names or frozenset()
         self.runner = runner
         self.registry = kopf.OperatorRegistry()
         self.metrics = OperatorMetrics(ansible)
@@ -233,6 +240,7 @@ class Operator:
             resource=resource,
             reconcile_period=self.settings.reconcile_period,
             gate=self.gate,
+            ansible_names=self.ansible_names,
         )
         controller = Controller(
             watch,
@@ -246,6 +254,13 @@ class Operator:
         self.dependents.add_owner(watch, controller.enqueue)
         for message in self.settings.env_messages_for(gvk):
             log.info(message, extra={"gvk": str(gvk)})
+        if watch.allow_reserved_vars:
+            allowed = ", ".join(watch.allow_reserved_vars)
+            log.warning(
+                f"CRs of this kind may set the Ansible variables {allowed} "
+                f"({reserved_vars.WATCH_KEY} in the watches file)",
+                extra={"gvk": str(gvk)},
+            )
 
         async def on_event(**kwargs: Any) -> None:
             event = kwargs["event"]

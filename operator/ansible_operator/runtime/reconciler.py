@@ -20,8 +20,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ansible_operator.core import conditions
+from ansible_operator.core import conditions, reserved_vars
 from ansible_operator.core.annotations import reconcile_period
+from ansible_operator.core.extravars import ReservedVariableError, check_reserved, object_var_name
 from ansible_operator.core.watches import Watch
 from ansible_operator.kube.api import Api
 from ansible_operator.kube.client import ApiError, ResourceInfo, Unreachable
@@ -56,6 +57,7 @@ class Reconciler:
         reconcile_period: float,
         clock: Callable[[], datetime.datetime] = utc_now,
         gate: RunGate | None = None,
+        ansible_names: frozenset[str] = frozenset(),
     ) -> None:
         self.watch = watch
         self.client = client
@@ -65,6 +67,8 @@ class Reconciler:
         self.clock = clock
         self.events = EventRecorder(client, clock=clock)
         self.gate = gate or RunGate()  # shared by all reconcilers: closed at shutdown
+        self.ansible_names = ansible_names  # ansible-core's magic names, keywords and globals
+        self._shadowing_warned: set[str] = set()
 
     async def __call__(self, key: Key) -> Result:
         try:
@@ -89,11 +93,12 @@ class Reconciler:
 
         finalizer = self.watch.finalizer.name if self.watch.finalizer is not None else None
         deleting = bool(meta.get("deletionTimestamp"))
-        if finalizer is not None and not deleting and not has_finalizer(obj, finalizer):
-            obj = await add_finalizer(self.client, resource, obj, finalizer)
-        elif deleting and (finalizer is None or not has_finalizer(obj, finalizer)):
+        if deleting and (finalizer is None or not has_finalizer(obj, finalizer)):
             log.info("Resource is terminated, skipping reconciliation")
             return Result()
+        await self._refuse_reserved_variables(obj, status)
+        if finalizer is not None and not deleting and not has_finalizer(obj, finalizer):
+            obj = await add_finalizer(self.client, resource, obj, finalizer)
 
         was_failing = _condition_true(obj, conditions.FAILURE)
         if self.watch.manage_status:
@@ -130,6 +135,30 @@ class Reconciler:
         if result.outcome.requeue_after is not None:
             return Result(requeue_after=result.outcome.requeue_after)
         return Result(requeue_after=period)
+
+    async def _refuse_reserved_variables(self, obj: dict[str, Any], status: StatusWriter) -> None:
+        """No run for a spec that would set Ansible's own variables: a Failure and a Warning
+        Event that name them, and no retry until the object changes (TerminalError)."""
+        try:
+            check_reserved(obj.get("spec"), self.watch)
+        except ReservedVariableError as err:
+            reason = conditions.REASON_RESERVED_VARIABLE
+            await status.error(str(err), reason=reason)
+            await self.events.failed(obj, str(err), reason=reason)
+            raise TerminalError(str(err)) from None
+        spec_vars = reserved_vars.spec_variables(
+            obj.get("spec"), snake_case=self.watch.snake_case_parameters
+        )
+        for shadow in reserved_vars.shadowing(spec_vars, self.ansible_names):
+            if shadow.variable not in self._shadowing_warned:
+                self._shadowing_warned.add(shadow.variable)
+                log.warning(
+                    f"spec.{shadow.field} becomes the variable {shadow.variable}, a name "
+                    "ansible-core also gives a meaning (magic variable, play keyword or template "
+                    "global): a role may not see the CR's value under it; the CR's spec is also "
+                    f"{object_var_name(self.watch.gvk)}_spec",
+                    extra={"gvk": str(self.watch.gvk)},
+                )
 
     async def _read(self, resource: ResourceInfo, key: Key, what: str) -> dict[str, Any] | None:
         """The object as it is now; None (and its input dir removed) when it is gone."""
