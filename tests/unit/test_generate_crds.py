@@ -343,3 +343,31 @@ def test_the_repositorys_crds_match_their_roles_argument_specs(monkeypatch):
         found = generate.role_for(watch, REPO, os.environ)
         if found and generate.load_entry(found[1]) is not None:
             assert (watch.gvk.group, watch.gvk.kind) in planned_kinds, watch.gvk
+
+
+def reserved_option(project: Path) -> None:
+    spec = yaml.safe_load((project / "roles/memcached/meta/argument_specs.yml").read_text())
+    spec["argument_specs"]["main"]["options"]["ansible_connection"] = {"type": "str"}
+    (project / "roles/memcached/meta/argument_specs.yml").write_text(yaml.safe_dump(spec))
+
+
+def test_an_option_the_runtime_would_refuse_is_refused_unless_the_watch_allows_it(project, capsys):
+    reserved_option(project)
+    assert generate_crds() == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "ansible-operator generate crds: roles/memcached/meta/argument_specs.yml: "
+        "argument_specs.main.options.ansible_connection: a CR may not set the Ansible variable "
+        "ansible_connection (the operator refuses it at run time): rename the option, or allow "
+        "it with allowReservedVars on the watch"
+    )
+    assert not (project / "config").exists()
+
+    watches = yaml.safe_load((project / "watches.yaml").read_text())
+    watches[0]["allowReservedVars"] = ["ansible_connection"]
+    watches = [w for w in watches if w["kind"] != "Secret"]  # its watch does not allow it
+    (project / "watches.yaml").write_text(yaml.safe_dump(watches))
+    assert generate_crds() == 0
+    crd = yaml.safe_load(crd_file(project).read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["properties"]["ansibleConnection"] == {"type": "string"}

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_operator.core import reserved_vars
 from ansible_operator.gocompat.plural import pluralize
 from ansible_operator.gocompat.strcase import to_snake
 from ansible_operator.scaffold import cel_rules
@@ -80,6 +81,7 @@ class VersionSource:
     entry: Mapping[str, Any]  # the `main` entry point of the argument spec
     camel_case: bool = True  # the watch's snakeCaseParameters
     manage_status: bool = True
+    allow_reserved_vars: tuple[str, ...] = ()  # the watch's allowReservedVars
 
 
 @dataclass
@@ -414,10 +416,21 @@ def spec_schema(
     camel: bool,
     where: str,
     unexpressed: Unexpressed | None = None,
+    allow_reserved_vars: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The schema of `spec` from an argument spec entry point (`main`)."""
+    """The schema of `spec` from an argument spec entry point (`main`). An option the runtime
+    would refuse as a CR field (one of Ansible's own variables) is refused here, so that the
+    schema never invites it."""
     if not isinstance(entry, Mapping):
         raise CrdError(f"{where}: the entry point must be a mapping with options")
+    options = entry.get("options")
+    for option in options if isinstance(options, Mapping) else ():
+        if reserved_vars.is_reserved(str(option)) and option not in allow_reserved_vars:
+            raise CrdError(
+                f"{where}.options.{option}: a CR may not set the Ansible variable {option} "
+                f"(the operator refuses it at run time): rename the option, or allow it with "
+                f"{reserved_vars.WATCH_KEY} on the watch"
+            )
     _check_keys(entry, _ENTRY_KEYS, _ENTRY_DOC_KEYS, where=where, unexpressed=unexpressed)
     schema: dict[str, Any] = {}
     description = _describe(entry.get("short_description") or entry.get("description"), camel=camel)
@@ -506,7 +519,13 @@ def build_crd(
     for source in sorted(sources, key=lambda s: version_priority(s.version), reverse=True):
         where = f"{source.spec_path}: argument_specs.main"
         notes = None if unexpressed is None else unexpressed.setdefault(source.spec_path, [])
-        spec = spec_schema(source.entry, camel=source.camel_case, where=where, unexpressed=notes)
+        spec = spec_schema(
+            source.entry,
+            camel=source.camel_case,
+            where=where,
+            unexpressed=notes,
+            allow_reserved_vars=source.allow_reserved_vars,
+        )
         root: dict[str, Any] = {
             "description": f"{names.kind} is reconciled by the role {source.role_name}.",
             "type": "object",

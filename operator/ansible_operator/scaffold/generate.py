@@ -225,6 +225,7 @@ def plan(
                 entry=entry,
                 camel_case=watch.snake_case_parameters,
                 manage_status=watch.manage_status,
+                allow_reserved_vars=watch.allow_reserved_vars,
             )
             for watch, role_name, spec_path, entry in entries
         ]
