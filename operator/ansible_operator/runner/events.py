@@ -18,13 +18,13 @@ events are treated the same way against `dark`, which also leaves out `ignore_un
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_operator.gocompat.durations import parse_go_duration
 from ansible_operator.runner import core219
+from ansible_operator.runner.output import NoLogOutput, strip_ansi, without_lines
 
 DEFAULT_FAILURE_MESSAGE = "unknown playbook failure"
 MISSING_STATS_MESSAGE = "did not receive playbook_on_stats event"
@@ -37,7 +37,6 @@ REQUEUE_ACTIONS = frozenset(
 )
 
 _STATS_KEYS = ("ok", "changed", "failures", "dark", "ignored", "rescued", "processed", "skipped")
-_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 @dataclass(frozen=True)
@@ -81,6 +80,9 @@ class RunOutcome:
     artifact_data: dict[str, Any]  # set_stats data, from playbook_on_stats
     stats_stdout: str = ""  # the PLAY RECAP text of the stats event
     warnings: list[str] = field(default_factory=list)
+    # Digests of the lines of stdout that no_log tasks displayed (output.NoLogOutput): never
+    # to be shown.
+    hidden_output: frozenset[bytes] = frozenset()
 
     @property
     def failure_messages(self) -> list[str]:
@@ -102,11 +104,6 @@ def failure_message(event: Mapping[str, Any]) -> str:
     return DEFAULT_FAILURE_MESSAGE
 
 
-def strip_ansi(text: str) -> str:
-    """Remove terminal colour codes, which Ansible adds when it thinks it writes to a terminal."""
-    return _ANSI_ESCAPE.sub("", text)
-
-
 class EventSummary:
     """Accumulates the events of one run, in the order they happened; see the module docstring."""
 
@@ -118,8 +115,10 @@ class EventSummary:
         self._stats_event: Mapping[str, Any] | None = None
         self._requeue_after: float | None = None
         self._warnings: list[str] = []
+        self._no_log = NoLogOutput()
 
     def feed(self, event: Mapping[str, Any]) -> None:
+        self._no_log.feed(event)
         kind = event.get("event")
         data = _event_data(event)
         if kind == "playbook_on_stats":
@@ -140,8 +139,10 @@ class EventSummary:
         """The outcome so far.
 
         `abort_reason` says why the run was cut short (a timeout): it becomes the last failure
-        and replaces the missing-stats message. `stdout_tail` is appended to that message.
+        and replaces the missing-stats message. `stdout_tail` is appended to that message, without
+        what no_log tasks displayed.
         """
+        hidden = self._no_log.hidden_lines()
         stats_event = self._stats_event
         stats = _stats_by_host(_event_data(stats_event)) if stats_event is not None else {}
         failures: list[FailedTask]
@@ -157,7 +158,7 @@ class EventSummary:
             failures.append(FailedTask(task="", message=abort_reason))
         elif stats_event is None:
             message = MISSING_STATS_MESSAGE
-            tail = strip_ansi(stdout_tail or "").strip()
+            tail = without_lines(strip_ansi(stdout_tail or ""), hidden).strip()
             if tail:
                 message = f"{message}\n{tail}"
             failures.append(FailedTask(task="", message=message))
@@ -181,6 +182,7 @@ class EventSummary:
             artifact_data=dict(artifact_data) if isinstance(artifact_data, Mapping) else {},
             stats_stdout=str(stats_event.get("stdout") or "") if stats_event is not None else "",
             warnings=list(self._warnings),
+            hidden_output=hidden,
         )
 
     def _take_requeue(self, data: Mapping[str, Any]) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.events import strip_ansi
+from ansible_operator.runner.output import NoLogOutput, strip_ansi, without_lines
 from ansible_operator.runner.types import Logger
 
 TASK_STDOUT_BANNER = (
@@ -86,7 +86,7 @@ class EventLogger:
 
     `verbosity` is upstream's: the CR's verbosity annotation if > 0, else `ANSIBLE_VERBOSITY`
     if > 0, else 0. Above 0, Tasks mode logs each task event's raw stdout instead of the
-    summaries.
+    summaries. What a `no_log` task displays while it runs is never logged (output.NoLogOutput).
     """
 
     def __init__(
@@ -103,10 +103,15 @@ class EventLogger:
         self.ident = ident
         self.gvk = gvk
         self.verbosity = verbosity
+        self._no_log = NoLogOutput()
 
     def __call__(self, event: Mapping[str, Any]) -> None:
         if self.mode is LogEventsMode.NOTHING:
             return
+        for shown in self._no_log.feed(event):
+            self._log(shown)
+
+    def _log(self, event: Mapping[str, Any]) -> None:
         kind = str(event.get("event", ""))
         raw_data = event.get("event_data")
         data: Mapping[str, Any] = raw_data if isinstance(raw_data, Mapping) else {}
@@ -183,13 +188,22 @@ def log_stats_stdout(
 
 
 def log_debug_result(
-    logger: Logger, stdout_path: Path, *, gvk: str, name: str, namespace: str, ident: str = ""
+    logger: Logger,
+    stdout_path: Path,
+    *,
+    gvk: str,
+    name: str,
+    namespace: str,
+    ident: str = "",
+    hidden: frozenset[bytes] = frozenset(),
 ) -> None:
-    """A run's whole stdout in upstream's `Ansible Debug Result` banner (ANSIBLE_DEBUG_LOGS)."""
+    """A run's whole stdout in upstream's `Ansible Debug Result` banner (ANSIBLE_DEBUG_LOGS),
+    without the `hidden` lines (`RunOutcome.hidden_output`)."""
     try:
         text = _clean(Path(stdout_path).read_text(encoding="utf-8", errors="replace"))
     except OSError:
         return
+    text = without_lines(text, hidden)
     if not text:
         return
     title = f"Ansible Debug Result ({gvk}, {name}/{namespace})"

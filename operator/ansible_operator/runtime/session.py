@@ -155,4 +155,6 @@ class RunSession:
         for warning in result.outcome.warnings:
             runner_log.warning(warning, extra={"job": ident})
         if self.settings.ansible_debug_logs:
-            log_debug_result(runner_log, result.stdout_path, **where)
+            log_debug_result(
+                runner_log, result.stdout_path, hidden=result.outcome.hidden_output, **where
+            )
