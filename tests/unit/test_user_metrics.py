@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
 import time
 
@@ -53,15 +54,26 @@ def post(metrics: UserMetrics, name: str, **body) -> None:
         ),
         ({"name": "m", "counter": {}, "gauge": {}}, "got counter, gauge"),
         ({"name": "m", "gauge": 5}, "gauge must be an object"),
-        ({"name": "m", "gauge": {"set": "5"}}, "gauge.set must be a number, got '5'"),
-        ({"name": "m", "gauge": {"set": True}}, "gauge.set must be a number"),
-        ({"name": "m", "counter": {"increment": 1}}, "counter.increment must be a boolean"),
-        ({"name": "m", "histogram": {"observe": [1]}}, "histogram.observe must be a number"),
+        ({"name": "m", "gauge": {"set": "5"}}, "gauge.set must be a number, got a string"),
+        ({"name": "m", "gauge": {"set": True}}, "gauge.set must be a number, got a boolean"),
+        ({"name": "m", "gauge": {"set": math.nan}}, "gauge.set must be a number, got NaN"),
+        ({"name": "m", "counter": {"increment": 1}}, "increment must be a boolean, got a number"),
+        ({"name": "m", "histogram": {"observe": [1]}}, "observe must be a number, got an array"),
     ],
 )
 def test_bad_requests_are_refused_saying_why(body, message):
     with pytest.raises(UserMetricError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_request(body)
+
+
+@pytest.mark.parametrize(
+    "kind, key", [("gauge", "set"), ("counter", "increment"), ("summary", "observe")]
+)
+def test_a_refused_value_is_not_repeated(kind, key):
+    # The message goes to the operator's log: a no_log task's value must not.
+    with pytest.raises(UserMetricError) as refused:
+        parse_request({"name": "m", kind: {key: {"password": "s3cret"}}})
+    assert "s3cret" not in str(refused.value)
 
 
 def test_null_types_count_as_absent_and_unknown_fields_are_ignored():

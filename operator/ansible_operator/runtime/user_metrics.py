@@ -108,16 +108,27 @@ def parse_request(body: Any) -> MetricRequest:
         if value is None:
             continue
         if not isinstance(value, bool):
-            raise UserMetricError(f"{kind}.{key} must be a boolean, got {value!r}")
+            raise UserMetricError(f"{kind}.{key} must be a boolean, got {_json_type(value)}")
         fields[key] = value
     for key in _NUMBER_FIELDS[kind]:
         value = spec.get(key)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-            raise UserMetricError(f"{kind}.{key} must be a number, got {value!r}")
+            raise UserMetricError(f"{kind}.{key} must be a number, got {_json_type(value)}")
         fields[key] = float(value)
     return MetricRequest(name=name, description=description, type=kind, fields=fields)
+
+
+def _json_type(value: Any) -> str:
+    """What a refused value is, not the value: a `no_log` task's value is logged nowhere."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "NaN" if isinstance(value, float) and math.isnan(value) else "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
 
 
 class UserMetric(Collector):
