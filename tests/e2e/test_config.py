@@ -260,7 +260,9 @@ def test_testing_rbac_is_namespaced(testing):
     assert crb.returncode != 0
     elsewhere = f"other-{uuid.uuid4().hex[:6]}"
     assert can_i(testing, "create", "deployments.apps", "-n", ns)
-    assert can_i(testing, "update", "memcacheds.cache.example.com/status", "-n", ns)
+    status = ("memcacheds.cache.example.com", "--subresource=status", "-n", ns)
+    assert can_i(testing, "update", *status)
+    assert not can_i(testing, "update", "memcacheds.cache.example.com", "-n", ns)
     assert not can_i(testing, "create", "deployments.apps", "-n", elsewhere)
     assert not can_i(testing, "list", "memcacheds.cache.example.com", "-n", elsewhere)
     assert not can_i(testing, "list", "secrets", "-n", ns)
