@@ -209,9 +209,8 @@ def role_requests(role: Path, blacklist: set[tuple[str, str]]) -> tuple[set[Gran
             elif module == "kubernetes.core.k8s_info":
                 api_version = args.get("api_version", "v1")
                 group, resource = resource_of(api_version, args.get("kind"), where)
+                # by name a get, else a list (its `wait` polls with the same request)
                 sent.add((group, resource, "get" if args.get("name") else "list"))
-                if args.get("wait"):
-                    sent.add((group, resource, "watch"))
             elif module == "operator_sdk.util.k8s_status":
                 # reads the object, then merge-patches /status (force: replaces it)
                 group, resource = resource_of(args.get("api_version"), args.get("kind"), where)
