@@ -198,3 +198,21 @@ def test_the_real_ansible_finds_kubernetes_core_and_not_without_site_packages():
         versions.check_collections(
             found, {**os.environ, "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false"}
         )
+
+
+def test_the_names_ansible_core_gives_a_meaning_are_asked_of_it():
+    found = versions.probe_checked(find_ansible_runner())
+    assert found.ansible_names is not None and found.names_problem == ""
+    # Magic variables, play keywords and template globals, from ansible-core itself.
+    assert {"hostvars", "groups", "omit", "inventory_hostname"} <= found.ansible_names
+    assert {"port", "environment", "become", "lookup"} <= found.ansible_names
+    assert "size" not in found.ansible_names
+
+
+def test_an_ansible_core_that_cannot_list_its_names_is_said_not_refused(tmp_path):
+    runner = fake_ansible(tmp_path / "bin", core="2.18.19")  # a #!/bin/sh ansible-playbook
+    fake_galaxy(tmp_path / "bin", '{"/c": {"kubernetes.core": {"version": "5.4.1"}}}')
+    found = versions.probe_checked(runner, {"PATH": "/usr/bin:/bin"})
+    assert found.core == "2.18.19"
+    assert found.ansible_names is None
+    assert found.names_problem == "ansible-core did not list them (its reserved names moved?)"
