@@ -177,7 +177,7 @@ def test_unknown_watches_keys_are_reported_once_each_naming_the_entry(tmp_path: 
     warnings: list[str] = []
     (watch,) = load_watches(path, environ={}, cwd=tmp_path, warn=warnings.append)
     assert watch.reconcile_period == 60
-    where = f"{path}:1: entry 0 (cache.example.com/v1alpha1, Kind=Memcached)"
+    where = f"{path}:1: entry 1 (cache.example.com/v1alpha1, Kind=Memcached)"
     assert warnings == [
         f"{where}: unknown key 'reconcilePeriodd' ignored",
         f"{where}: unknown key 'finalizer.rolee' ignored",

@@ -223,6 +223,41 @@ def test_group_and_domain(fresh, args, group):
     assert (fresh / f"config/crd/bases/{group}_things.yaml").is_file()
 
 
+@pytest.mark.parametrize("group", ["cache.example.com", "example.com"])
+def test_a_group_that_already_ends_with_the_domain_is_kept_and_said(fresh, capsys, group):
+    assert new_api("--group", group, "--domain", "example.com",
+                   "--version", "v1", "--kind", "Thing") == 0  # fmt: skip
+    [watch] = load_watches(fresh / "watches.yaml", cwd=fresh)
+    assert watch.gvk.group == group
+    err = capsys.readouterr().err
+    assert f"note: group {group} already ends with --domain example.com: kept as it is" in err
+
+
+def test_a_kind_without_a_role_leaves_later_commands_working(fresh, capsys):
+    """--generate-role=false: the watch names the role to come; a later new-api and generate
+    crds work, and generate crds says where it looked for the role."""
+    assert memcached("--generate-role=false") == 0
+    assert not (fresh / "roles/memcached").exists()
+    capsys.readouterr()
+    assert new_api("--group", "cache.example.com", "--version", "v1", "--kind", "Backup") == 0
+    crd = fresh / "config/crd/bases/cache.example.com_memcacheds.yaml"
+    before = crd.read_text()
+    assert cli.main(["generate", "crds"]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "skipped Memcached.cache.example.com/v1alpha1: role: memcached was not found "
+        f"(looked in {fresh}/roles/memcached); its CRD is left as it is"
+    ) in err
+    assert crd.read_text() == before
+    assert cli.main(["generate", "crds", "--check"]) == 0
+    # once the role is there, it is the kind's role like any other
+    shutil.copytree(fresh / "roles/backup", fresh / "roles/memcached")
+    assert cli.main(["generate", "crds"]) == 0
+    out, err = capsys.readouterr()
+    assert "skipped" not in err
+    assert f"{crd.relative_to(fresh)} (from roles/memcached/meta/argument_specs.yml)" in out
+
+
 def test_a_group_without_domain_takes_the_domain_of_the_project_file(fresh):
     (fresh / "PROJECT").write_text(
         "domain: example.org\nlayout: ansible.sdk.operatorframework.io/v1\n"
@@ -372,7 +407,7 @@ def test_an_existing_kind_is_refused_in_one_line(fresh, capsys):
     err = capsys.readouterr().err.strip()
     assert err == (
         "ansible-operator new-api: Memcached.cache.example.com/v1alpha1 is already in "
-        "watches.yaml (entry 0)"
+        "watches.yaml (entry 1)"
     )
     assert tree(fresh) == before
 

@@ -38,7 +38,7 @@ def error_lines(result):
     [
         (
             "- version: v1\n  group: x.example.com\n  kind: Foo\n  role: nowhere\n",
-            "entry 0 (x.example.com/v1, Kind=Foo): role: nowhere was not found",
+            "entry 1 (x.example.com/v1, Kind=Foo): role: nowhere was not found (looked in ",
         ),
         ("- version: v1\n  group: x.example.com\n  kind: Foo\n", "must specify Role or Playbook"),
         ("[unclosed\n", "watches.yaml"),

@@ -539,23 +539,23 @@ def test_finalizer_role_and_playbook_resolution(project: Path) -> None:
     [
         (
             "- {group: cache.example.com, kind: Memcached, role: memcached}\n",
-            "watches.yaml:1: entry 0: invalid GVK: cache.example.com/, Kind=Memcached: "
+            "watches.yaml:1: entry 1: invalid GVK: cache.example.com/, Kind=Memcached: "
             "version must not be empty",
         ),
         (
             "- {group: cache.example.com, version: v1, role: memcached}\n",
-            "watches.yaml:1: entry 0: invalid GVK: cache.example.com/v1, Kind=: "
+            "watches.yaml:1: entry 1: invalid GVK: cache.example.com/v1, Kind=: "
             "kind must not be empty",
         ),
         (
             "- {version: v1, kind: A, role: memcached}\n"
             "- {version: v1, kind: A, playbook: playbook.yml}\n",
-            "watches.yaml:2: entry 1 (/v1, Kind=A): duplicate GVK: /v1, Kind=A "
-            "(first defined in entry 0)",
+            "watches.yaml:2: entry 2 (/v1, Kind=A): duplicate GVK: /v1, Kind=A "
+            "(first defined in entry 1)",
         ),
         (
             "- {version: v1, kind: A, role: nosuchrole}\n",
-            "@ role: nosuchrole was not found",
+            "@ role: nosuchrole was not found (looked in {project}/roles/nosuchrole)",
         ),
         (
             "- {version: v1, kind: A, playbook: missing.yml, role: memcached}\n",
@@ -579,7 +579,7 @@ def test_finalizer_role_and_playbook_resolution(project: Path) -> None:
         ),
         (
             "- {version: v1, kind: A, role: memcached, finalizer: {name: f, role: nope}}\n",
-            "@ role: nope was not found",
+            "@ role: nope was not found (looked in {project}/roles/nope)",
         ),
         (
             "- {version: v1, kind: A, role: memcached, finalizer: {name: f, playbook: nope.yml}}\n",
@@ -638,7 +638,7 @@ def test_finalizer_role_and_playbook_resolution(project: Path) -> None:
         ),
         (
             "- {version: [v1], kind: A, role: memcached}\n",
-            "watches.yaml:1: entry 0: version must be a string, got list",
+            "watches.yaml:1: entry 1: version must be a string, got list",
         ),
         (
             "- {version: v1, kind: A, role: memcached, vars: [a, b]}\n",
@@ -686,7 +686,7 @@ def test_finalizer_role_and_playbook_resolution(project: Path) -> None:
         ),
         (
             "- just a string\n",
-            "watches.yaml:1: entry 0: must be a mapping with group, version and kind, got string",
+            "watches.yaml:1: entry 1: must be a mapping with group, version and kind, got string",
         ),
         (
             "version: v1\nkind: A\n",
@@ -720,7 +720,7 @@ def test_finalizer_role_and_playbook_resolution(project: Path) -> None:
 )
 def test_validation_messages(project: Path, text: str, message: str) -> None:
     # "@ " abbreviates the usual location of the one entry in these files.
-    message = message.replace("@ ", "watches.yaml:1: entry 0 (/v1, Kind=A): ", 1)
+    message = message.replace("@ ", "watches.yaml:1: entry 1 (/v1, Kind=A): ", 1)
     expected = f"{project}/" + message.replace("{project}", str(project))
     assert load_error(project, text) == expected
 
@@ -742,8 +742,8 @@ def test_error_names_line_and_index_of_later_entry(project: Path) -> None:
         """,
     )
     assert message == (
-        f"{project}/watches.yaml:7: entry 1 (cache.example.com/v1alpha1, Kind=Other): "
-        "role: missing was not found"
+        f"{project}/watches.yaml:7: entry 2 (cache.example.com/v1alpha1, Kind=Other): "
+        f"role: missing was not found (looked in {project}/roles/missing)"
     )
 
 
@@ -755,7 +755,53 @@ def test_error_attributes(project: Path) -> None:
     assert error.index == 0
     assert error.gvk == GVK("", "v1", "A")
     assert error.line == 1
-    assert error.problem == "role: nope was not found"
+    assert error.problem == f"role: nope was not found (looked in {project}/roles/nope)"
+
+
+def test_a_missing_role_names_every_place_looked_in(project: Path) -> None:
+    environ = {"ANSIBLE_ROLES_PATH": f"{project}/a:b", "HOME": str(project)}
+    with pytest.raises(WatchesError) as excinfo:
+        load_watches(
+            write(project, "- {version: v1, kind: A, role: ns.coll.nope}\n"),
+            environ=environ,
+            cwd=project,
+        )
+    looked = [
+        f"{project}/.ansible/collections/ansible_collections/ns/coll/roles/nope",
+        f"{project}/a/ns.coll.nope",
+        f"{project}/a/roles/ns.coll.nope",
+        f"{project}/b/ns.coll.nope",
+        f"{project}/b/roles/ns.coll.nope",
+        f"{project}/roles/ns.coll.nope",
+    ]
+    assert excinfo.value.problem == (
+        "role: ns.coll.nope was not found (looked in "
+        f"/usr/share/ansible/collections/ansible_collections/ns/coll/roles/nope, "
+        f"{', '.join(looked)})"
+    )
+
+
+def test_missing_roles_and_playbooks_can_be_reported_and_kept(project: Path) -> None:
+    """The authoring tools add a kind before its role exists: told, not refused; any other
+    problem of the entry is still an error."""
+    path = write(
+        project,
+        """
+        - {version: v1, kind: A, role: later}
+        - {version: v1, kind: B, playbook: playbooks/later.yml, finalizer: {name: f, role: x}}
+        """,
+    )
+    told: list[WatchesError] = []
+    watches = load_watches(path, environ={}, cwd=project, missing=told.append)
+    assert [w.gvk.kind for w in watches] == ["A", "B"]
+    assert watches[0].role is None
+    assert [(e.index, e.problem.split(" (")[0]) for e in told] == [
+        (0, "role: later was not found"),
+        (1, f"playbook: {project}/playbooks/later.yml was not found"),
+        (1, "role: x was not found"),
+    ]
+    with pytest.raises(WatchesError, match="must specify Role or Playbook"):
+        load_watches(write(project, "- {version: v1, kind: A}\n"), cwd=project, missing=told.append)
 
 
 def test_gvk_errors_come_before_path_errors_of_earlier_entries(project: Path) -> None:
@@ -766,7 +812,7 @@ def test_gvk_errors_come_before_path_errors_of_earlier_entries(project: Path) ->
         - {kind: B, role: memcached}
         """,
     )
-    assert message.endswith("entry 1: invalid GVK: /, Kind=B: version must not be empty")
+    assert message.endswith("entry 2: invalid GVK: /, Kind=B: version must not be empty")
 
 
 def test_duplicate_is_reported_before_path_problems(project: Path) -> None:
@@ -777,7 +823,7 @@ def test_duplicate_is_reported_before_path_problems(project: Path) -> None:
         - {version: v1, kind: A, role: missing}
         """,
     )
-    assert message.endswith("duplicate GVK: /v1, Kind=A (first defined in entry 0)")
+    assert message.endswith("duplicate GVK: /v1, Kind=A (first defined in entry 1)")
 
 
 def test_unreadable_file(project: Path) -> None:

@@ -156,7 +156,7 @@ class WatchesError(Exception):
                 where += f":{self.column}"
         if self.index is None:
             return f"{where}: {self.problem}"
-        entry = f"entry {self.index}"
+        entry = f"entry {self.index + 1}"  # counted from 1, as lines are
         if self.gvk is not None:
             entry += f" ({self.gvk})"
         return f"{where}: {entry}: {self.problem}"
@@ -488,17 +488,26 @@ def resolve_role(role: str, *, environ: Mapping[str, str], cwd: str) -> str | No
     return None
 
 
+def _role_not_found(role: str, environ: Mapping[str, str], cwd: str) -> str:
+    """Upstream's problem for a role that is nowhere, with the places it was looked for."""
+    looked = ", ".join(role_candidates(role, environ=environ, cwd=cwd))
+    return f"role: {role} was not found (looked in {looked})"
+
+
 def _playbook_path(playbook: str, cwd: str) -> str:
     return playbook if os.path.isabs(playbook) else os.path.normpath(os.path.join(cwd, playbook))
 
 
-def _ansible_path_problem(playbook: str | None, raw_role: str, role_found: bool) -> str | None:
-    """Upstream's verifyAnsiblePath: the playbook wins; then the role; one of them is required."""
+def _ansible_path_problem(
+    playbook: str | None, raw_role: str, role_found: bool, environ: Mapping[str, str], cwd: str
+) -> tuple[str, bool] | None:
+    """Upstream's verifyAnsiblePath: the playbook wins; then the role; one of them is required.
+    The problem, and whether it is only a playbook or role that is not there (yet)."""
     if playbook:
-        return None if os.path.exists(playbook) else f"playbook: {playbook} was not found"
+        return None if os.path.exists(playbook) else (f"playbook: {playbook} was not found", True)
     if raw_role:
-        return None if role_found else f"role: {raw_role} was not found"
-    return "must specify Role or Playbook"
+        return None if role_found else (_role_not_found(raw_role, environ, cwd), True)
+    return "must specify Role or Playbook", False
 
 
 # --- entries ----------------------------------------------------------------------------------
@@ -536,6 +545,8 @@ class _Parsed:
     raw_role: str
     finalizer_raw_role: str
     finalizer_role_found: bool
+    environ: Mapping[str, str]  # where the roles were looked for, for the problems' messages
+    cwd: str
 
 
 def _parse_gvk_fields(fields: Mapping[str, Any], where: str) -> GVK:
@@ -652,26 +663,36 @@ def _parse_fields(
         raw_role=raw_role,
         finalizer_raw_role=finalizer_raw_role,
         finalizer_role_found=finalizer_role_found,
+        environ=environ,
+        cwd=cwd,
     )
 
 
-def _validate(parsed: _Parsed) -> str | None:
-    """Upstream's Watch.Validate, in its order; returns the first problem or None."""
+def _validate(parsed: _Parsed) -> list[tuple[str, bool]]:
+    """Upstream's Watch.Validate, in its order: each problem, and whether it is only a playbook
+    or role that is not there (yet)."""
     watch = parsed.watch
-    problem = _ansible_path_problem(watch.playbook, parsed.raw_role, watch.role is not None)
+    problems = []
+    problem = _ansible_path_problem(
+        watch.playbook, parsed.raw_role, watch.role is not None, parsed.environ, parsed.cwd
+    )
     if problem:
-        return problem
+        problems.append(problem)
     finalizer = watch.finalizer
     if finalizer is not None:
         if not finalizer.name:
-            return "finalizer must have name"
+            problems.append(("finalizer must have name", False))
         problem = _ansible_path_problem(
-            finalizer.playbook, parsed.finalizer_raw_role, parsed.finalizer_role_found
+            finalizer.playbook,
+            parsed.finalizer_raw_role,
+            parsed.finalizer_role_found,
+            parsed.environ,
+            parsed.cwd,
         )
         # A finalizer with vars but no (valid) playbook or role re-runs the main one.
         if problem and not finalizer.vars:
-            return problem
-    return None
+            problems.append(problem)
+    return problems
 
 
 def load_watches(
@@ -680,13 +701,16 @@ def load_watches(
     environ: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     warn: Callable[[str], None] | None = None,
+    missing: Callable[[WatchesError], None] | None = None,
 ) -> list[Watch]:
     """Read, expand, parse and validate a watches file; raise WatchesError on the first problem.
 
     `environ` (default `os.environ`) feeds `$VAR` expansion and the role search paths
     (`ANSIBLE_ROLES_PATH`, `ANSIBLE_COLLECTIONS_PATH`, `HOME`); `cwd` (default the process's)
     anchors relative playbooks and `roles/<role>`. `warn` is told of each key that is ignored
-    (as upstream ignores unknown keys), once, naming the entry.
+    (as upstream ignores unknown keys), once, naming the entry. `missing` (for the authoring
+    tools, which add a kind before its role is written) is told of each playbook or role that is
+    not found, and the entry is kept; without it, that is the entry's error.
     """
     shown = os.fspath(path)
     env: Mapping[str, str] = os.environ if environ is None else environ
@@ -725,7 +749,7 @@ def load_watches(
         if warn is not None:
             where = f"{shown}:{line_of(i)}" if line_of(i) else shown
             for key in _ignored_keys(raw):
-                warn(f"{where}: entry {i} ({entry.watch.gvk}): unknown key {key!r} ignored")
+                warn(f"{where}: entry {i + 1} ({entry.watch.gvk}): unknown key {key!r} ignored")
 
     seen: dict[GVK, int] = {}
     for i, entry in enumerate(parsed):
@@ -733,13 +757,15 @@ def load_watches(
         if gvk in seen:
             raise WatchesError(
                 shown,
-                f"duplicate GVK: {gvk} (first defined in entry {seen[gvk]})",
+                f"duplicate GVK: {gvk} (first defined in entry {seen[gvk] + 1})",
                 index=i,
                 gvk=gvk,
                 line=line_of(i),
             )
         seen[gvk] = i
-        invalid = _validate(entry)
-        if invalid:
-            raise WatchesError(shown, invalid, index=i, gvk=gvk, line=line_of(i))
+        for problem, not_there in _validate(entry):
+            error = WatchesError(shown, problem, index=i, gvk=gvk, line=line_of(i))
+            if not not_there or missing is None:
+                raise error
+            missing(error)
     return [entry.watch for entry in parsed]

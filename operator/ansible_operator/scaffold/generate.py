@@ -185,8 +185,15 @@ def plan(
     env: Mapping[str, str] = os.environ if environ is None else environ
     project = watches_file.resolve().parent
     base = shown_base or Path.cwd()
+    # A kind's role may come later (new-api --generate-role=false): its CRD is left as it is.
+    not_there: dict[GVK, str] = {}
+
+    def missing(err: WatchesError) -> None:
+        if err.gvk is not None:
+            not_there.setdefault(err.gvk, err.problem)
+
     try:
-        watches = load_watches(watches_file, environ=env, cwd=project)
+        watches = load_watches(watches_file, environ=env, cwd=project, missing=missing)
     except WatchesError as err:
         raise GenerateError(str(err)) from None
     on_disk = existing_crds(output_dir)
@@ -195,6 +202,10 @@ def plan(
     result = Plan()
     for watch in watches:
         gvk = watch.gvk
+        there = watch.role is not None or (watch.playbook and Path(watch.playbook).exists())
+        if gvk in not_there and not there:  # (a finalizer's missing role is not the spec's)
+            result.skipped.append(f"{_kind(gvk)}: {not_there[gvk]}; its CRD is left as it is")
+            continue
         problem = crds.validate_group(gvk.group)
         if problem:
             result.skipped.append(f"{_kind(gvk)}: no CRD ({problem})")

@@ -105,8 +105,10 @@ def resolve(
     playbook: bool,
     project: Path,
     role: bool = True,
+    note: Callable[[str], None] | None = None,
 ) -> NewApi:
-    """Validate the command line and derive the full group (see `add_parser` for the rules)."""
+    """Validate the command line and derive the full group (see `add_parser` for the rules);
+    `note` is told when the group is kept though --domain was given."""
     if not _KIND.match(kind):
         raise NewApiError(
             f"invalid kind {kind!r}: a kind is CamelCase, starts with an uppercase letter and has "
@@ -118,7 +120,10 @@ def resolve(
             "API version)"
         )
     full_group = group
-    if domain:
+    if domain and (group == domain or group.endswith(f".{domain}")):
+        if note is not None:
+            note(f"group {group} already ends with --domain {domain}: kept as it is")
+    elif domain:
         full_group = f"{group}.{domain}"
     elif "." not in group:
         project_domain = _project_domain(project)
@@ -365,14 +370,15 @@ def plan(project: Path, watches_file: Path, api: NewApi) -> list[Change]:
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         empty = False  # load_watches says what is wrong with it
     try:
-        watches = [] if empty else load_watches(watches_file, cwd=project)
+        # A kind added with --generate-role=false has no role yet: not this command's concern.
+        watches = [] if empty else load_watches(watches_file, cwd=project, missing=lambda _: None)
     except WatchesError as err:
         raise NewApiError(str(err)) from None
     for i, watch in enumerate(watches):
         gvk = watch.gvk
         if (gvk.group, gvk.version, gvk.kind) == (api.group, api.version, api.kind):
             raise NewApiError(
-                f"{api.kind}.{api.group}/{api.version} is already in {watches_file} (entry {i})"
+                f"{api.kind}.{api.group}/{api.version} is already in {watches_file} (entry {i + 1})"
             )
 
     changes: list[Change] = []
@@ -487,13 +493,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "molecule scenario (like operator-sdk create api)",
         description="Add a kind to the operator project in the current directory. The group is "
         "the full API group (cache.example.com); a group without a dot gets --domain, or the "
-        "domain of an Operator SDK PROJECT file, appended; --domain is always appended when "
-        "given (--group cache --domain example.com).",
+        "domain of an Operator SDK PROJECT file, appended; --domain is appended to a group that "
+        "does not already end with it (--group cache --domain example.com).",
     )
     parser.add_argument("--group", required=True, help="API group, e.g. cache.example.com")
     parser.add_argument("--version", required=True, help="API version, e.g. v1alpha1")
     parser.add_argument("--kind", required=True, help="kind, CamelCase, e.g. Memcached")
-    parser.add_argument("--domain", help="appended to --group (as operator-sdk's init --domain)")
+    parser.add_argument(
+        "--domain",
+        help="appended to --group unless it already ends with it (as operator-sdk's init --domain)",
+    )
     parser.add_argument(
         "--plural",
         help="resource plural (default: the kind's English plural as kubebuilder makes it, "
@@ -506,7 +515,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         const=True,
         default=True,
         metavar="true|false",
-        help="write roles/<kind>/ (default: true; --generate-role=false when you write the role)",
+        help="write roles/<kind>/ (default: true; --generate-role=false when you write the role: "
+        "the watch names roles/<kind>, which generate crds skips until it exists)",
     )
     parser.add_argument(
         "--generate-playbook",
@@ -545,6 +555,7 @@ def run(args: argparse.Namespace) -> int:
             playbook=args.generate_playbook,
             project=project,
             role=args.generate_role,
+            note=lambda line: print(f"note: {line}", file=sys.stderr),
         )
     except NewApiError as err:
         print(f"ansible-operator new-api: {err}", file=sys.stderr)
@@ -561,9 +572,14 @@ def run_resolved(project: Path, watches_file: Path, api: NewApi) -> int:
         return 1
     for line in report:
         print(line)
+    role = f"roles/{api.role_name}"
+    write = (
+        f"write {role}/tasks/main.yml and meta/argument_specs.yml"
+        if api.role
+        else f"write the role {role}/ (tasks/main.yml, meta/argument_specs.yml)"
+    )
     print(
-        f"next: write roles/{api.role_name}/tasks/main.yml and meta/argument_specs.yml, run "
-        f"'ansible-operator generate crds', and replace the FIXME in "
+        f"next: {write}, run 'ansible-operator generate crds', and replace the FIXME in "
         f"molecule/{api.role_name}/tasks/{api.role_name}_test.yml",
         file=sys.stderr,
     )
