@@ -16,7 +16,7 @@ def event(kind: str, task: str | None = None, stdout: str = "", **data: Any) -> 
 
 
 def shown(events: list[dict[str, Any]]) -> tuple[list[str], NoLogOutput]:
-    output = NoLogOutput()
+    output = NoLogOutput(lines=True)
     return [e["stdout"] or e["event"] for ev in events for e in output.feed(ev)], output
 
 
@@ -55,6 +55,23 @@ def test_a_no_log_tasks_display_and_result_output_are_dropped() -> None:
     stdout += "<two> EXEC s3cret\nPLAY RECAP"
     assert without_lines(stdout, output.hidden_lines()) == "TASK [a]\nPLAY RECAP"
     assert "s3cret" not in repr(output.hidden_lines())
+
+
+def test_a_dump_keeps_the_lines_that_shown_events_have_too() -> None:
+    _, output = shown(
+        [
+            event(
+                "runner_on_ok", "t1", 'ok: [localhost] => {\n    "msg": "s3cret"\n}', res=CENSORED
+            ),
+            event("runner_on_ok", "t2", 'ok: [localhost] => {\n    "msg": "hi"\n}', res={}),
+        ]
+    )
+    stdout = (
+        'ok: [localhost] => {\n    "msg": "s3cret"\n}\nok: [localhost] => {\n    "msg": "hi"\n}'
+    )
+    assert without_lines(stdout, output.hidden_lines()) == (
+        'ok: [localhost] => {\n}\nok: [localhost] => {\n    "msg": "hi"\n}'
+    )
 
 
 def test_a_loop_with_one_censored_item_hides_the_tasks_display() -> None:

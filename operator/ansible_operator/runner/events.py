@@ -115,7 +115,7 @@ class EventSummary:
         self._stats_event: Mapping[str, Any] | None = None
         self._requeue_after: float | None = None
         self._warnings: list[str] = []
-        self._no_log = NoLogOutput()
+        self._no_log = NoLogOutput(lines=True)
 
     def feed(self, event: Mapping[str, Any]) -> None:
         self._no_log.feed(event)

@@ -31,15 +31,26 @@ Event = Mapping[str, Any]
 
 
 class NoLogOutput:
-    """Which events of one run may be shown; see the module docstring."""
+    """Which events of one run may be shown; see the module docstring.
 
-    def __init__(self) -> None:
+    With `lines`, it also keeps what a dump of the run's stdout file must leave out
+    (`hidden_lines`)."""
+
+    def __init__(self, *, lines: bool = False) -> None:
         self._held: dict[str, list[Event]] = {}  # task uuid -> display events awaiting a result
         self._hidden_tasks: set[str] = set()
+        self._lines = lines
         self._hidden_lines: set[bytes] = set()
+        self._shown_lines: set[bytes] = set()
 
     def feed(self, event: Event) -> list[Event]:
         """The events that may be shown now, in order (`event` itself, later, or never)."""
+        shown = self._feed(event)
+        if self._lines:
+            self._shown_lines.update(_lines(shown))
+        return shown
+
+    def _feed(self, event: Event) -> list[Event]:
         kind = str(event.get("event", ""))
         data = _event_data(event)
         uuid = data.get("task_uuid")
@@ -63,14 +74,16 @@ class NoLogOutput:
         return [event]
 
     def hidden_lines(self) -> frozenset[bytes]:
-        """The digests of the lines (stripped) of every hidden event, the held ones included:
-        what a dump of the run's stdout file must leave out. Digests, not the lines, so the
-        outcome that carries them shows nothing of them."""
+        """The digests of the lines (stripped) of every hidden event, the held ones included,
+        that no shown event has (`ok: [localhost]`, a lone `}`): what a dump of the run's stdout
+        file must leave out. Digests, not the lines, so the outcome that carries them shows
+        nothing of them."""
         held = [e for events in self._held.values() for e in events]
-        return frozenset(self._hidden_lines | set(_lines(held)))
+        return frozenset((self._hidden_lines | set(_lines(held))) - self._shown_lines)
 
     def _hide(self, events: Iterable[Event]) -> None:
-        self._hidden_lines.update(_lines(events))
+        if self._lines:
+            self._hidden_lines.update(_lines(events))
 
 
 def censored(res: Any) -> bool:
