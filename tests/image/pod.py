@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -51,13 +52,22 @@ class PodmanPod:
     probe_port: int = field(default_factory=free_port)
     metrics_port: int = field(default_factory=free_port)
 
-    def start(self, container: dict, secrets: Path | None, env: dict[str, str]) -> None:
-        """Run ``container`` (a Deployment's container spec) detached, in-cluster style."""
+    def start(
+        self,
+        container: dict,
+        secrets: Path | None,
+        env: dict[str, str],
+        volumes: Mapping[Path, str] | None = None,
+    ) -> None:
+        """Run ``container`` (a Deployment's container spec) detached, in-cluster style, with
+        ``volumes`` (host path: where) mounted read-only."""
         server = urlsplit(from_kubeconfig(self.kubeconfig).server)
         argv = ["run", "--detach", "--name", self.name, "--user", "1001", "--read-only"]
         argv += ["--tmpfs", "/tmp:rw,mode=1777,size=1g"]
         if secrets is not None:
             argv += ["--volume", f"{secrets}:{SERVICE_ACCOUNT_DIR}:ro"]
+        for source, target in (volumes or {}).items():
+            argv += ["--volume", f"{source}:{target}:ro"]
         environ = {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
         environ |= {
             "KUBERNETES_SERVICE_HOST": server.hostname or "",

@@ -18,10 +18,12 @@ from kubernetes import client
 
 from ansible_operator import __version__
 from ansible_operator.devcluster import binaries, deploy
+from tests.e2e.crds import GROUP, VERSION, install_crds, kind_crd
 from tests.e2e.waiting import wait_until
 from tests.image.pod import PodmanPod, service_account_dir
 
 REPO = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parent / "data"  # the test role, mounted at /opt/test
 SAMPLES = sorted((REPO / "config" / "samples").glob("*_*.yaml"))
 ENTRYPOINT = ["/usr/bin/tini", "--", "ansible-operator", "run", "--watches-file=./watches.yaml"]
 MAX_SIZE_MIB = 700  # measured 516 MiB: ansible-core, kubernetes.core and the Python client
@@ -210,19 +212,7 @@ def test_a_missing_rbac_rule_is_a_failure_naming_verb_and_resource(
         for rule in _find(deployed, "ClusterRole")["rules"]
         if "apps" not in rule.get("apiGroups", [])
     ] + _find(deployed, "Role")["rules"]  # the leader election rules, here in this namespace
-    name = f"limited-{uuid.uuid4().hex[:6]}"
-    with cluster.api_client() as api_client:
-        rbac, core = client.RbacAuthorizationV1Api(api_client), client.CoreV1Api(api_client)
-        core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
-        rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})
-        rbac.create_namespaced_role_binding(
-            namespace,
-            {
-                "metadata": {"name": name},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-            },
-        )
+    name = _account(cluster, namespace, "limited", rules)
     container = _find(deployed, "Deployment")["spec"]["template"]["spec"]["containers"][0]
     secrets = service_account_dir(
         tmp_path / "serviceaccount", cluster.kubeconfig, _token(cluster, namespace, name), namespace
@@ -242,6 +232,86 @@ def test_a_missing_rbac_rule_is_a_failure_naming_verb_and_resource(
     assert "forbidden" in message.lower(), message
     assert '"deployments"' in message, message
     assert any(verb in message for verb in ("cannot get", "cannot create", "cannot list")), message
+
+
+def _account(cluster, namespace: str, prefix: str, rules: list[dict]) -> str:
+    """A ServiceAccount of ``namespace`` with a Role of ``rules`` there; its name."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    with cluster.api_client() as api_client:
+        rbac, core = client.RbacAuthorizationV1Api(api_client), client.CoreV1Api(api_client)
+        core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+        rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})
+        rbac.create_namespaced_role_binding(
+            namespace,
+            {
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            },
+        )
+    return name
+
+
+@pytest.mark.parametrize("runner", ["warm", "cold"])
+def test_a_modules_kubernetes_client_reaches_the_api_server_only_through_the_proxy(
+    cluster, namespace, pod, tmp_path, runner
+):
+    """Whichever loader of the Kubernetes client a role's module calls in the Pod, it talks to
+    the run's proxy (its loopback address, the run's token; the API server sees the operator's
+    ServiceAccount behind it) or is refused; never to the API server with the mounted token."""
+    with cluster.api_client() as api_client:
+        install_crds(api_client, [kind_crd("Whoami")])
+    account = _account(
+        cluster,
+        namespace,
+        "whoami",
+        [
+            {"apiGroups": [GROUP], "resources": ["whoamis"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [GROUP], "resources": ["whoamis/status"], "verbs": ["patch", "update"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+        ],
+    )
+    secrets = service_account_dir(
+        tmp_path / "sa", cluster.kubeconfig, _token(cluster, namespace, account), namespace
+    )
+    args = ["--watches-file=/opt/test/watches.yaml", f"--runner={runner}"]
+    pod.start({"args": args}, secrets, {"WATCH_NAMESPACE": namespace}, {DATA: "/opt/test"})
+    ref = (GROUP, VERSION, "whoamis", "who")
+    with cluster.api_client() as api_client:
+        client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            namespace,
+            "whoamis",
+            {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "Whoami",
+                "metadata": {"name": "who"},
+                "spec": {},
+            },
+        )
+
+    def reported():
+        assert pod.running(), pod.logs()
+        obj = _get(cluster, namespace, ref)
+        failure = _condition(obj, "Failure") or {}
+        assert failure.get("status") != "True", failure.get("message")
+        return (obj.get("status") or {}).get("loaders")
+
+    loaders = wait_until(reported, what="the loaders reported", timeout=300, every=2)
+    records = [json.loads(line) for line in pod.logs().splitlines() if line.startswith("{")]
+    (proxy,) = [r["address"] for r in records if r.get("msg") == "Starting proxy server"]
+    through_proxy = {
+        "server": f"http://{proxy}",
+        "token": "run",
+        "username": f"system:serviceaccount:{namespace}:{account}",
+    }
+    assert loaders == {
+        "load_config": through_proxy,
+        "load_kube_config": through_proxy,
+        # Refused before it reads the mounted token: the run has no in-cluster variables.
+        "load_incluster_config": {"error": "Service host/port is not set."},
+    }
 
 
 def test_without_a_service_account_token_the_operator_exits_with_one_line(pod, tmp_path):
