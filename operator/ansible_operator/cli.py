@@ -1,15 +1,22 @@
 """The ``ansible-operator`` command: one sub-command per job, each in a module of its own.
 
-``run`` keeps upstream's flag set and parses its own arguments; the other sub-commands are ours.
+``run`` keeps upstream's flag set and parses its own arguments; the other sub-commands are ours,
+with operator-sdk's names beside them (``create api``, ``init --plugins=ansible``). A bad command
+line is one line naming the closest valid word, exit code 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import platform
+import subprocess
 import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
 
-from ansible_operator import __version__
+from ansible_operator import __version__, completion
 from ansible_operator.dev import command as dev_command
 from ansible_operator.devcluster import command as devcluster_command
 from ansible_operator.devcluster import image_command
@@ -19,6 +26,24 @@ from ansible_operator.scaffold import init as init_command
 from ansible_operator.scaffold import new_api as newapi
 
 _GOARCH = {"x86_64": "amd64", "aarch64": "arm64"}
+
+
+def git_commit(package_dir: Path = Path(__file__).parent) -> str:
+    """The commit of the git checkout the package runs from (``-dirty`` with local changes),
+    else "unknown": an installed wheel records none."""
+    source = package_dir.parent.parent  # operator/ansible_operator -> the checkout's root
+    if not (source / ".git").exists():
+        return "unknown"
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(source), "describe", "--always", "--dirty", "--abbrev=12"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
 
 
 def _version(_: argparse.Namespace) -> int:
@@ -33,7 +58,7 @@ def _version(_: argparse.Namespace) -> int:
         return 1
     machine = platform.machine()
     print(
-        f'ansible-operator version: "v{__version__}", commit: "unknown", '
+        f'ansible-operator version: "v{__version__}", commit: "{git_commit()}", '
         f'kubernetes version: "{KUBERNETES_VERSION}", '
         f'python version: "{platform.python_version()}", '
         f'ansible-core version: "{ansible.core}", '
@@ -46,7 +71,11 @@ def _version(_: argparse.Namespace) -> int:
 # Each command's examples, shown at the end of its --help (init's are its own epilog).
 EXAMPLES: dict[tuple[str, ...], list[str]] = {
     (): ["ansible-operator init --domain example.com", "ansible-operator run --help"],
-    ("version",): ["ansible-operator version"],
+    ("version",): ["ansible-operator version", "ansible-operator --version"],
+    ("completion",): [
+        "source <(ansible-operator completion bash)",
+        "ansible-operator completion bash > /etc/bash_completion.d/ansible-operator",
+    ],
     ("dev-cluster",): [
         "ansible-operator dev-cluster up",
         "KUBECONFIG=$(ansible-operator dev-cluster kubeconfig) kubectl get nodes",
@@ -79,11 +108,82 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
         "--generate-playbook",
         "ansible-operator new-api --group cache --version v1 --kind Restore --generate-role=false",
     ],
+    ("create", "api"): [
+        "ansible-operator create api --group cache --version v1alpha1 --kind Memcached",
+    ],
     ("generate", "crds"): [
         "ansible-operator generate crds",
         "ansible-operator generate crds --check",
     ],
 }
+
+
+def closest(word: str, valid: Iterable[str]) -> str:
+    """`` (did you mean X?)`` for the valid word nearest to `word`, or nothing."""
+    match = difflib.get_close_matches(word, list(valid), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]}?)" if match else ""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad command line said in one line (no usage block) and the closest
+    valid command, flag or value suggested."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if action.choices is not None and value not in action.choices:
+            if isinstance(action, argparse._SubParsersAction):
+                what = "command"
+            else:
+                what = f"value for {'/'.join(action.option_strings) or action.dest}"
+            choices = [str(c) for c in action.choices]
+            raise argparse.ArgumentError(
+                None, f"unknown {what} {value!r}{closest(str(value), choices)}"
+            )
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        leaf = self._subparsers is None
+        if leaf and args is not None:  # an unknown flag first, before what else is missing
+            self._check_flags(args)
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and leaf:  # a command's own: said here, with its flags
+            self.error(f"unexpected argument {extras[0]!r}")
+        return parsed, extras
+
+    def _check_flags(self, args: Sequence[str]) -> None:
+        if any(a.nargs == argparse.REMAINDER for a in self._actions):
+            return  # what follows is another program's
+        known = self._option_string_actions
+        for arg in args:
+            if arg == "--":
+                return
+            name = arg.split("=", 1)[0]
+            if name.startswith("--") and not any(option.startswith(name) for option in known):
+                flags = [option for option in known if option.startswith("--")]
+                self.error(f"unknown flag {name}{closest(name, flags)}")
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the ``version`` command's line."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        parser.exit(_version(argparse.Namespace()))
+
+
+def _completion(args: argparse.Namespace) -> int:
+    from ansible_operator.runtime.flags import flag_names
+
+    commands = completion.tree(
+        build_parser(), {("run",): ["--help", *(f"--{name}" for name in flag_names())]}
+    )
+    print(completion.script(args.shell, "ansible-operator", commands), end="")
+    return 0
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -109,10 +209,16 @@ def _with_examples(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ansible-operator")
-    subparsers = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="ansible-operator")
+    parser.add_argument("--version", action=_VersionAction)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     subparsers.add_parser("run", help="run the operator (see 'ansible-operator run --help')")
     subparsers.add_parser("version", help="print the version").set_defaults(handler=_version)
+    shells = subparsers.add_parser(
+        "completion", help="a shell completion script (bash, or zsh through bashcompinit)"
+    )
+    shells.add_argument("shell", choices=completion.SHELLS)
+    shells.set_defaults(handler=_completion)
     devcluster_command.add_parser(subparsers)
     image_command.add_parser(subparsers)
     dev_command.add_parser(subparsers)

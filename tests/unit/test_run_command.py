@@ -113,3 +113,82 @@ def test_a_metrics_cert_dir_without_the_pair_is_one_line(tmp_path):
         == f"ansible-operator run: --metrics-cert-dir: {tmp_path / 'certs'}/tls.crt does not exist"
     )
     assert "Traceback" not in result.stderr
+
+
+UNREACHABLE_KUBECONFIG = (
+    "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+    "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+    "users: [{name: u, user: {token: t}}]\n"
+    "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+)
+
+
+def test_a_refused_start_is_its_one_line_with_nothing_before(tmp_path):
+    (tmp_path / "roles" / "r" / "tasks").mkdir(parents=True)
+    (tmp_path / "watches.yaml").write_text(
+        "- version: v1\n  group: x.example.com\n  kind: Foo\n  role: r\n"
+    )
+    result = run([], tmp_path)  # KUBECONFIG names no file
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"ansible-operator run: KUBECONFIG={tmp_path / 'kubeconfig'}: no such file"
+    ]
+
+
+def test_an_unreachable_api_server_is_one_warning_per_try_then_startup_timeout(tmp_path):
+    """--kubeconfig wins over KUBECONFIG (which names no file here); each try is one warning
+    with the URL and the reason, no stack; --startup-timeout ends the wait with one line."""
+    (tmp_path / "roles" / "r" / "tasks").mkdir(parents=True)
+    (tmp_path / "watches.yaml").write_text(
+        "- version: v1\n  group: x.example.com\n  kind: Foo\n  role: r\n"
+    )
+    (tmp_path / "given").write_text(UNREACHABLE_KUBECONFIG)
+    ports = ["--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0"]
+    result = run(
+        [f"--kubeconfig={tmp_path / 'given'}", "--startup-timeout=3s", "--proxy-port=0", *ports],
+        tmp_path,
+        {"ANSIBLE_OPERATOR_USER_METRICS_ADDRESS": "127.0.0.1:0"},
+    )
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[-1] == (
+        "ansible-operator run: the API server https://127.0.0.1:1 did not answer within "
+        "--startup-timeout=3s: Connection refused"
+    )
+    records = [json.loads(line) for line in lines[:-1]]
+    waits = [r for r in records if r["msg"] == "API server not reachable, waiting"]
+    assert len(waits) >= 2  # after 0, 1 and 3 s
+    for record in waits:
+        assert record["level"] == "warning"
+        assert record["url"] == "https://127.0.0.1:1"
+        assert record["reason"] == "Connection refused"
+        assert "stacktrace" not in record
+    assert all(r["level"] in ("info", "warning") for r in records), result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_unknown_flag_names_the_closest(tmp_path):
+    result = run(["--kubeconfg=x"], tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "ansible-operator: error: unknown flag: --kubeconfg (did you mean --kubeconfig?)"
+    )
+
+
+def test_the_help_says_what_the_flags_do(tmp_path):
+    """The texts that were untrue: the leader lock is a Lease; --enable-http2 is refused."""
+    result = run(["--help"], tmp_path)
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "Name of the configmap" not in text and "election configmap" not in text
+    assert "Name of the Lease that holds the leader lock" in text
+    assert "--enable-http2 BOOL Refused when true" in text
+    assert "--startup-timeout VALUE How long to wait at start for the API server" in text
+    assert "0 waits as long as it takes" in text
+    assert "--kubeconfig VALUE Path to a kubeconfig" in text
+    refused = run(["--enable-http2"], tmp_path)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "ansible-operator: error: --enable-http2 is not supported: the metrics and probe "
+        "endpoints speak HTTP/1.1 only"
+    )

@@ -140,8 +140,9 @@ def test_flag_values(argv: list[str], attribute: str, value: Any) -> None:
     [
         (["--nope"], "unknown flag: --nope"),
         (["--nope=1"], "unknown flag: --nope"),
-        (["--kubeconfig=/x"], "unknown flag: --kubeconfig"),
-        (["--watches"], "unknown flag: --watches"),  # no abbreviations
+        (["--kubeconfg=/x"], "unknown flag: --kubeconfg (did you mean --kubeconfig?)"),
+        # no abbreviations
+        (["--watches"], "unknown flag: --watches (did you mean --watches-file?)"),
         (["-v"], "unknown shorthand flag: 'v' in -v"),
         (["-zap-devel"], "unknown shorthand flag: 'z' in -zap-devel"),
         (["---x"], "bad flag syntax: ---x"),

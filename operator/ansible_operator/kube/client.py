@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import ssl
 import tempfile
 from collections.abc import AsyncIterator
@@ -35,6 +36,19 @@ class ApiError(Exception):
 
 class Unreachable(Exception):
     """The API server did not answer (refused, reset, timed out)."""
+
+
+def reason(err: BaseException) -> str:
+    """Why a connection failed, in words: the operating system's reason for a failed connect
+    (aiohttp's own text shows the SSL context's repr), else the error's text or its name."""
+    if isinstance(err, aiohttp.ClientConnectorError):
+        cause = err.os_error
+        if not isinstance(cause, socket.gaierror) and cause.errno and cause.errno > 0:
+            return os.strerror(cause.errno)  # "Connection refused"
+        return cause.strerror or str(cause) or type(cause).__name__  # "Name or service not known"
+    if isinstance(err, TimeoutError):
+        return "timed out"
+    return str(err) or type(err).__name__
 
 
 class UntrustedServer(Exception):
@@ -167,9 +181,7 @@ class KubeClient:
                 f"CA: {err.certificate_error}"
             ) from err
         except (TimeoutError, aiohttp.ClientConnectionError) as err:
-            raise Unreachable(
-                f"{method} {self.creds.server}{path}: {err or type(err).__name__}"
-            ) from err
+            raise Unreachable(f"{method} {self.creds.server}{path}: {reason(err)}") from err
 
     async def get(self, path: str, params: dict[str, str] | None = None) -> Any:
         return await self.request("GET", path, params=params)
@@ -201,9 +213,7 @@ class KubeClient:
                         if line.strip():
                             yield json.loads(line)
         except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as err:
-            raise Unreachable(
-                f"watch {self.creds.server}{path}: {err or type(err).__name__}"
-            ) from err
+            raise Unreachable(f"watch {self.creds.server}{path}: {reason(err)}") from err
 
 
 async def list_pages(

@@ -1,7 +1,8 @@
 """Where the operator's API credentials come from, in upstream's order.
 
-``KUBECONFIG`` first, then the in-cluster ServiceAccount, then ``~/.kube/config``, as
-controller-runtime's ``config.GetConfig()`` does (there is no ``--kubeconfig`` flag upstream).
+``--kubeconfig`` (``run``'s flag, which upstream's binary takes from controller-runtime) first,
+then ``KUBECONFIG``, then the in-cluster ServiceAccount, then ``~/.kube/config``, as
+controller-runtime's ``config.GetConfig()`` does.
 The result is one plain ``Credentials`` value shared by kopf's watches, our own client and the
 kubeconfig handed to each Ansible run.
 """
@@ -42,8 +43,14 @@ class Credentials:
         return self.token
 
 
-def load(environ: Mapping[str, str] | None = None) -> Credentials:
+def load(environ: Mapping[str, str] | None = None, kubeconfig: str = "") -> Credentials:
+    """The credentials: `kubeconfig` (controller-runtime's --kubeconfig flag) when given, then
+    the order above."""
     env = os.environ if environ is None else environ
+    if kubeconfig:
+        if not Path(kubeconfig).is_file():
+            raise ConfigError(f"--kubeconfig={kubeconfig}: no such file")
+        return from_kubeconfig(Path(kubeconfig))
     if env.get("KUBECONFIG"):
         # Like client-go, take the first existing file of a path list.
         for part in env["KUBECONFIG"].split(os.pathsep):

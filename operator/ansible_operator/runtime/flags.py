@@ -9,6 +9,7 @@ argparse, so a value starting with `-` is never taken for a flag.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import re
 import sys
@@ -126,6 +127,13 @@ def _flags() -> tuple[_Flag, ...]:
     return (
         _Flag("watches-file", str, "./watches.yaml", "Path to the watches file to use"),
         _Flag(
+            "kubeconfig",
+            str,
+            "",
+            "Path to a kubeconfig. Only required if out-of-cluster; else KUBECONFIG, the "
+            "in-cluster ServiceAccount, then ~/.kube/config.",
+        ),
+        _Flag(
             "inject-owner-ref",
             None,
             True,
@@ -213,15 +221,16 @@ def _flags() -> tuple[_Flag, ...]:
             "leader-election-id",
             str,
             "",
-            "Name of the configmap that is used for holding the leader lock.",
+            "Name of the Lease that holds the leader lock (with --shards, the prefix of the "
+            "shards' Leases).",
             environment="OPERATOR_NAME, when the flag is not given",
         ),
         _Flag(
             "leader-election-namespace",
             str,
             "",
-            "Namespace in which to create the leader election configmap for holding the leader "
-            "lock (required if running locally with leader election enabled).",
+            "Namespace in which to create the leader election Lease (required if running "
+            "locally with leader election enabled).",
         ),
         _Flag(
             "leader-elect-resource-lock",
@@ -258,6 +267,13 @@ def _flags() -> tuple[_Flag, ...]:
             "Not with --leader-elect. The Leases are named after --leader-election-id.",
         ),
         _Flag(
+            "startup-timeout",
+            _non_negative_duration,
+            0.0,
+            "How long to wait at start for the API server to answer (Go duration, e.g. 2m); "
+            "past it the operator exits with status 1. 0 waits as long as it takes.",
+        ),
+        _Flag(
             "graceful-shutdown-timeout",
             _duration,
             30.0,
@@ -271,7 +287,13 @@ def _flags() -> tuple[_Flag, ...]:
             "either Nothing, Tasks, or Everything.",
         ),
         _Flag("proxy-port", _port, 8888, "Ansible proxy server port. Defaults to 8888."),
-        _Flag("enable-http2", None, False, "enables HTTP/2 on the webhook and metrics servers"),
+        _Flag(
+            "enable-http2",
+            None,
+            False,
+            "Refused when true: the metrics and probe endpoints speak HTTP/1.1 only (upstream's "
+            "flag, accepted as false).",
+        ),
         _Flag("metrics-secure", None, False, "enables secure serving of the metrics endpoint"),
         _Flag(
             "metrics-cert-dir",
@@ -347,6 +369,12 @@ def _flags() -> tuple[_Flag, ...]:
 _FLAGS = _flags()
 _BY_NAME = {flag.name: flag for flag in _FLAGS}
 
+
+def flag_names() -> list[str]:
+    """Every flag `run` takes, without the dashes (for shell completion)."""
+    return [flag.name for flag in _FLAGS]
+
+
 # Upstream's boolean flags that we accept only as false, since nothing here implements them.
 _REFUSED = {
     "enable-http2": "the metrics and probe endpoints speak HTTP/1.1 only",
@@ -366,6 +394,7 @@ class RunSettings:
     """Everything `ansible-operator run` was told, flags and environment, already validated."""
 
     watches_file: str = "./watches.yaml"
+    kubeconfig: str = ""  # "": KUBECONFIG, in-cluster, ~/.kube/config
     inject_owner_ref: bool = True
     ansible_verbosity: int = 2
     ansible_roles_path: str = ""
@@ -382,6 +411,7 @@ class RunSettings:
     leader_elect_lease_duration: float = 15.0
     leader_elect_renew_deadline: float = 10.0
     shards: int = 0  # virtual shards with --shards; 0: no sharding
+    startup_timeout: float | None = None  # seconds; None waits for the API server for ever
     graceful_shutdown_timeout: float = 30.0
     ansible_log_events: str = "Tasks"  # Tasks, Everything or Nothing
     proxy_port: int = 8888
@@ -545,7 +575,9 @@ def _tokenise(argv: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
                 raise SettingsError(f"bad flag syntax: {arg}")
             flag = _BY_NAME.get(name)
             if flag is None:
-                raise SettingsError(f"unknown flag: --{name}")
+                match = difflib.get_close_matches(name, list(_BY_NAME), n=1, cutoff=0.6)
+                hint = f" (did you mean --{match[0]}?)" if match else ""
+                raise SettingsError(f"unknown flag: --{name}{hint}")
             if not has_value:
                 if flag.is_bool:
                     value = "true"
@@ -656,6 +688,7 @@ def build_run_settings(
 
     return RunSettings(
         watches_file=parsed["watches_file"],
+        kubeconfig=parsed["kubeconfig"],
         inject_owner_ref=parsed["inject_owner_ref"],
         ansible_verbosity=parsed["ansible_verbosity"],
         ansible_roles_path=parsed["ansible_roles_path"],
@@ -672,6 +705,7 @@ def build_run_settings(
         leader_elect_lease_duration=parsed["leader_elect_lease_duration"],
         leader_elect_renew_deadline=parsed["leader_elect_renew_deadline"],
         shards=shards,
+        startup_timeout=parsed["startup_timeout"] or None,
         graceful_shutdown_timeout=parsed["graceful_shutdown_timeout"],
         ansible_log_events=log_events,
         proxy_port=parsed["proxy_port"],

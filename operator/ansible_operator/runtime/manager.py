@@ -30,6 +30,7 @@ from ansible_operator.core import reserved_vars
 from ansible_operator.core.backoff import Backoff
 from ansible_operator.core.shards import ShardSpace
 from ansible_operator.core.watches import Watch, WatchesError, load_watches
+from ansible_operator.gocompat.durations import format_go_duration
 from ansible_operator.kube.client import (
     ApiError,
     KubeClient,
@@ -313,6 +314,8 @@ class Operator:
                 servers.push_async_callback(server.stop)
             servers.push_async_callback(self.client.close)
             await self._wait_for_api_server(stop)
+            if stop.is_set():  # stopped while waiting: nothing more to start
+                return
             checking = asyncio.create_task(self._check_api_server(stop))
             servers.push_async_callback(_cancel, checking)
             if self.leader is not None:
@@ -372,10 +375,16 @@ class Operator:
                     await task
 
     async def _wait_for_api_server(self, stop: asyncio.Event) -> None:
-        """Start only once the API server answers; an outage at start is waited out."""
+        """Start only once the API server answers; an outage at start is waited out, one warning
+        per try, for --startup-timeout when it is set (then the start fails)."""
         backoff = Backoff(base=1.0, cap=30.0)
+        limit = self.settings.startup_timeout
+        loop = asyncio.get_running_loop()
+        deadline = None if limit is None else loop.time() + limit
         while not stop.is_set():
             delay = backoff.next_delay()
+            if deadline is not None:
+                delay = max(0.0, min(delay, deadline - loop.time()))
             try:
                 await self.client.get("/version")
                 self.readiness.api_answered()
@@ -385,9 +394,15 @@ class Operator:
             except (ApiError, Unreachable) as err:
                 if isinstance(err, ApiError) and err.status == 401:  # nor do rejected credentials
                     raise StartupError(f"the API server rejected the credentials: {err}") from err
-                log.error(
+                why = str(err).removeprefix(f"GET {self.creds.server}/version: ")
+                if deadline is not None and loop.time() >= deadline:
+                    raise StartupError(
+                        f"the API server {self.creds.server} did not answer within "
+                        f"--startup-timeout={format_go_duration(limit or 0)}: {why}"
+                    ) from None
+                log.warning(
                     "API server not reachable, waiting",
-                    extra={"error": str(err), "retry_in": delay},
+                    extra={"url": self.creds.server, "reason": why, "retry_in": round(delay, 3)},
                 )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), delay)
@@ -510,7 +525,6 @@ def prepare(argv: Sequence[str]) -> tuple[RunSettings, list[Watch], Credentials]
     )
     for warning in settings.warnings:
         log.info(warning)
-    log.info("Version", extra={"version": __version__, "python": sys.version.split()[0]})
     try:
         watches = load_watches(
             settings.watches_file, environ=settings.ansible_environ(), warn=log.warning
@@ -518,9 +532,11 @@ def prepare(argv: Sequence[str]) -> tuple[RunSettings, list[Watch], Credentials]
     except WatchesError as err:
         raise StartupError(f"Failed to load watches: {err}") from None
     try:
-        creds = load_credentials()
+        creds = load_credentials(kubeconfig=settings.kubeconfig)
     except ConfigError as err:
         raise StartupError(str(err)) from None
+    # After the checks: a refused start is its one line, with nothing before it.
+    log.info("Version", extra={"version": __version__, "python": sys.version.split()[0]})
     return settings, watches, creds
 
 

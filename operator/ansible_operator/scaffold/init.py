@@ -23,6 +23,8 @@ from ansible_operator.scaffold import new_api, project_file
 
 TEMPLATES = Path(__file__).parent / "templates"
 ALLOWED_ENTRIES = {".git"}  # what may be in the directory before init
+# operator-sdk init --plugins values that name an Ansible project, the kind made here.
+PLUGINS = ("ansible", "ansible/v1", "ansible.sdk.operatorframework.io/v1")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -120,6 +122,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
+        "--plugins",
+        default=PLUGINS[0],
+        help="operator-sdk's project kind: only ansible (ansible.sdk.operatorframework.io/v1) "
+        "is made here",
+    )
+    parser.add_argument(
         "--domain",
         default="my.domain",
         help="the domain of the API groups, appended to a kind's group "
@@ -152,6 +160,11 @@ def _fail(message: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     project = Path.cwd()
+    if args.plugins not in PLUGINS:
+        return _fail(
+            f"--plugins={args.plugins}: this tool makes Ansible operators only "
+            f"(--plugins=ansible or {PLUGINS[-1]}); for another kind, use operator-sdk"
+        )
     api_args = (args.group, args.version, args.kind)
     if any(api_args) and not all(api_args):
         return _fail("--group, --version and --kind go together (to add a kind)")

@@ -487,15 +487,29 @@ def apply(project: Path, watches_file: Path, api: NewApi) -> list[str]:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "new-api",
-        help="add a kind: role with an argument spec, watches entry, CRD, sample, RBAC rule and "
-        "molecule scenario (like operator-sdk create api)",
-        description="Add a kind to the operator project in the current directory. The group is "
-        "the full API group (cache.example.com); a group without a dot gets --domain, or the "
-        "domain of an Operator SDK PROJECT file, appended; --domain is appended to a group that "
-        "does not already end with it (--group cache --domain example.com).",
+    """``new-api``, and ``create api``: the same command under operator-sdk's name."""
+    _add_arguments(
+        subparsers.add_parser(
+            "new-api",
+            help="add a kind: role with an argument spec, watches entry, CRD, sample, RBAC rule "
+            "and molecule scenario (like operator-sdk create api)",
+            description=DESCRIPTION,
+        )
     )
+    create = subparsers.add_parser("create", help="operator-sdk's name: create api is new-api")
+    what = create.add_subparsers(dest="create_what", required=True, metavar="api")
+    _add_arguments(what.add_parser("api", help="new-api", description=DESCRIPTION))
+
+
+DESCRIPTION = (
+    "Add a kind to the operator project in the current directory. The group is "
+    "the full API group (cache.example.com); a group without a dot gets --domain, or the "
+    "domain of an Operator SDK PROJECT file, appended; --domain is appended to a group that "
+    "does not already end with it (--group cache --domain example.com)."
+)
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--group", required=True, help="API group, e.g. cache.example.com")
     parser.add_argument("--version", required=True, help="API version, e.g. v1alpha1")
     parser.add_argument("--kind", required=True, help="kind, CamelCase, e.g. Memcached")
