@@ -198,12 +198,11 @@ class PayloadFinder(importlib.abc.MetaPathFinder):
 def reread_environment() -> None:
     """Re-read what preloaded modules read from the environment when imported, now that this
     process has its run's (or task's) environment, as a new interpreter would have read it."""
-    # load_kube_config()'s default file, and its copies re-exported by the packages
-    # (kubernetes.config's is what load_config() looks for before falling back to in-cluster).
+    # load_kube_config()'s default file, and the copy kubernetes.config re-exports, which
+    # load_config() looks for before falling back to the in-cluster loader.
     default = os.environ.get("KUBECONFIG", "~/.kube/config")
-    for name, loaded in list(sys.modules.items()):
-        names = getattr(loaded, "__dict__", {})  # a None entry blocks an import
-        if name.startswith("kubernetes.") and "KUBE_CONFIG_DEFAULT_LOCATION" in names:
+    for name in ("kubernetes.config.kube_config", "kubernetes.config"):
+        if (loaded := sys.modules.get(name)) is not None:
             setattr(loaded, "KUBE_CONFIG_DEFAULT_LOCATION", default)  # noqa: B010
     runner_main = sys.modules.get("ansible_runner.__main__")
     if runner_main is not None:  # defaults of ansible-runner's command line
