@@ -25,11 +25,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
     run = commands.add_parser(
         "run",
-        help="the local cluster, the CRDs and samples, and the operator in the foreground",
+        help="the CRDs and samples, and the operator in the foreground, on your cluster or the "
+        "local one",
     )
     run.add_argument("--namespace", default="default", help="for the samples; the one watched")
-    run.add_argument(
-        "--kubeconfig", type=Path, help="a running cluster's (default: start the local cluster)"
+    where = run.add_mutually_exclusive_group()
+    where.add_argument(
+        "--kubeconfig",
+        type=Path,
+        help="the cluster's (default: $KUBECONFIG, else the current context of ~/.kube/config, "
+        "else the local cluster, started if need be)",
+    )
+    where.add_argument(
+        "--local", action="store_true", help="the local cluster, whatever KUBECONFIG says"
     )
     run.add_argument("--project", type=Path, default=Path("."), help="default: .")
     run.set_defaults(handler=_run)
@@ -84,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
     # molecule's create.yml and destroy.yml call several times per scenario.
     from ansible_operator.dev import run as dev_run
 
-    return dev_run.run(project, args.namespace, args.kubeconfig)
+    return dev_run.run(project, args.namespace, args.kubeconfig, args.local)
 
 
 def _molecule(args: argparse.Namespace) -> int:

@@ -1,9 +1,11 @@
 """``ansible-operator dev run`` (``make run``): the operator project running on a cluster.
 
-The local cluster (started or reused, unless ``--kubeconfig`` names another), the CRDs and the
-sample CRs applied, then the operator in the foreground with console logs until Ctrl-C or
-SIGTERM, which stop it with its whole process group. Meanwhile the samples are watched through
-the API and a banner says when every one is ``Successful``; nothing outlives the command.
+The cluster operator-sdk's ``make run`` would use (``--kubeconfig``, ``KUBECONFIG``, the current
+context of ``~/.kube/config``), else the local one, started or reused (``--local``: always it),
+said first; the CRDs and the sample CRs applied, then the operator in the foreground with
+console logs until Ctrl-C or SIGTERM, which stop it with its whole process group. Meanwhile
+the samples are watched through the API and a banner says when every one is ``Successful``;
+nothing outlives the command.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from pathlib import Path
 
 from ansible_operator.dev import launcher, project
 from ansible_operator.dev.project import Kubectl, ProjectError
-from ansible_operator.devcluster import binaries
+from ansible_operator.devcluster import binaries, target
 from ansible_operator.devcluster.cluster import ClusterError, DevCluster
+from ansible_operator.devcluster.target import Target
 from ansible_operator.kube import config as kubeconfig_mod
 from ansible_operator.kube.client import ApiError, KubeClient, Unreachable
 
@@ -35,19 +38,25 @@ def _progress(message: str) -> None:
     print(f"[dev-cluster] {message}", file=sys.stderr, flush=True)
 
 
-def run(project_dir: Path, namespace: str, kubeconfig: Path | None) -> int:
+def run(project_dir: Path, namespace: str, kubeconfig: Path | None, local: bool = False) -> int:
     """The command; its exit code is the operator's (1 with one line on a setup failure)."""
     try:
-        bins = binaries.ensure(progress=_progress)
-        given = kubeconfig is not None
-        if kubeconfig is None:
+        cluster = Target(None, "--local") if local else target.choose(kubeconfig)
+        _say(cluster.describe())
+        if cluster.kubeconfig is None:
+            bins = binaries.ensure(progress=_progress)
             kubeconfig = DevCluster(progress=_progress).up(bins)
+            kubectl_path = bins["kubectl"]
+        else:
+            kubeconfig = cluster.kubeconfig
+            kubectl_path = binaries.kubectl()
         creds = kubeconfig_mod.from_kubeconfig(kubeconfig)
-        kubectl = Kubectl(bins["kubectl"], kubeconfig)
+        kubectl = Kubectl(kubectl_path, kubeconfig)
         return asyncio.run(
-            _run(project_dir, namespace, kubeconfig, KubeClient(creds), kubectl, given)
+            _run(project_dir, namespace, kubeconfig, KubeClient(creds), kubectl, not cluster.local)
         )
     except (
+        target.TargetError,
         binaries.BinariesError,
         ClusterError,
         kubeconfig_mod.ConfigError,
@@ -81,7 +90,7 @@ async def _run(
         _say(f"export KUBECONFIG={kubeconfig}")
         _say(f"Starting the operator (watches.yaml, namespace {namespace}); Ctrl-C stops it.")
         if not given_cluster:
-            _say("Then: make cluster-down stops the cluster.")
+            _say("Then: ansible-operator dev-cluster down stops the local cluster.")
         _say()
         with tempfile.TemporaryDirectory(prefix="ansible-operator-run.") as tmp:
             config = launcher.LaunchConfig(

@@ -138,6 +138,24 @@ def find(bin_dir: Path | None = None, environ: Mapping[str, str] | None = None) 
     return Binaries(paths, source)
 
 
+def kubectl(environ: Mapping[str, str] | None = None) -> Path:
+    """A kubectl to render and apply manifests, which needs no control plane: the directory's
+    when one is set, else any on PATH (every kubectl since 1.14 has kustomize built in), else
+    the cache's."""
+    env = os.environ if environ is None else environ
+    candidates = [Path(env[BIN_DIR_ENV]) / "kubectl"] if env.get(BIN_DIR_ENV) else []
+    on_path = shutil.which("kubectl", path=env.get("PATH", os.defpath))
+    candidates += [Path(on_path)] if on_path else []
+    candidates.append(cache_bin_dir(env) / "kubectl")
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    raise BinariesError(
+        "no kubectl: install one on PATH, or build the local cluster's with "
+        "`ansible-operator dev-cluster build`"
+    )
+
+
 def ensure(
     bin_dir: Path | None = None,
     environ: Mapping[str, str] | None = None,

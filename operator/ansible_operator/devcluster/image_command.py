@@ -3,19 +3,19 @@
 ``build`` installs podman, runc and mmdebstrap if they are missing (as root), makes the
 Dockerfile's base image from Debian's mirror once, and builds the image into a private store.
 ``podman -- ARGS`` runs podman on that store with this machine's settings (run, save, push...).
-``deploy`` and ``undeploy`` apply and delete ``config/default`` with the image named, through
-kubectl, against ``--kubeconfig``, else ``KUBECONFIG``, else the local dev cluster.
+``deploy`` and ``undeploy`` apply and delete ``config/default`` (or ``--config``) with the image
+named, through kubectl, on the cluster ``target.choose`` picks, which they name; they and
+``bundle`` need a kubectl (PATH's, else the cache's), not the control plane.
 User errors end in one line and exit code 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
-from ansible_operator.devcluster import binaries, deploy, image, wheel
+from ansible_operator.devcluster import binaries, deploy, image, target, wheel
 from ansible_operator.devcluster.cluster import DevCluster
 
 
@@ -52,10 +52,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         sub.add_argument(
             "--config",
             default="default",
-            help="which kustomization of config/ (default; ha: three sharded replicas)",
+            help="which kustomization of config/ (default; ha: three sharded replicas; crd: the "
+            "CRDs only, as make install)",
         )
         sub.add_argument(
-            "--kubeconfig", type=Path, help="default: $KUBECONFIG, else the dev cluster"
+            "--kubeconfig",
+            type=Path,
+            help="the cluster's (default: $KUBECONFIG, else the current context of "
+            "~/.kube/config, else the local dev cluster)",
         )
         sub.set_defaults(handler=_deploy)
     bundle = actions.add_parser(
@@ -101,17 +105,15 @@ def _podman(args: argparse.Namespace) -> int:
 
 
 def _deploy(args: argparse.Namespace) -> int:
-    kubeconfig = args.kubeconfig or (
-        Path(os.environ["KUBECONFIG"])
-        if os.environ.get("KUBECONFIG")
-        else DevCluster(None).kubeconfig
-    )
     try:
-        kubectl = binaries.find()["kubectl"]
+        cluster = target.choose(args.kubeconfig)
+        print(cluster.describe(), file=sys.stderr)
+        kubeconfig = cluster.kubeconfig or DevCluster(None).kubeconfig
+        kubectl = binaries.kubectl()
         manifests = deploy.render(kubectl, args.project, args.tag, args.config)
         act = deploy.apply if args.action == "deploy" else deploy.delete
         print(act(kubectl, kubeconfig, manifests), end="")
-    except (binaries.BinariesError, deploy.DeployError) as err:
+    except (binaries.BinariesError, deploy.DeployError, target.TargetError) as err:
         print(f"ansible-operator dev-image {args.action}: {err}", file=sys.stderr)
         return 1
     return 0
@@ -119,7 +121,7 @@ def _deploy(args: argparse.Namespace) -> int:
 
 def _bundle(args: argparse.Namespace) -> int:
     try:
-        kubectl = binaries.find()["kubectl"]
+        kubectl = binaries.kubectl()
         manifests = deploy.render(kubectl, args.project, args.tag)
     except (binaries.BinariesError, deploy.DeployError) as err:
         print(f"ansible-operator dev-image bundle: {err}", file=sys.stderr)
