@@ -14,7 +14,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from ansible_operator.scaffold import generate
+from ansible_operator.scaffold import generate, samples
 
 from .crds import install_crds, remove_crds
 
@@ -217,3 +217,30 @@ def test_apply_defaults_fills_in_an_absent_dict_with_its_defaults(ruled_crd, nam
     assert create(crs, group, namespace, VALID)["spec"]["limits"] == {"cpu": 2}
     given = create(crs, group, namespace, {**VALID, "limits": {"memory": "1Gi"}})
     assert given["spec"]["limits"] == {"cpu": 2, "memory": "1Gi"}
+
+
+@pytest.fixture(scope="module")
+def spec_schema(tmp_path_factory):
+    """The same CRD's spec schema, for `generate crds --check`'s own verdicts."""
+    project = tmp_path_factory.mktemp("rules-check")
+    (project / "roles/ruled/meta").mkdir(parents=True)
+    (project / "roles/ruled/tasks").mkdir()
+    (project / "roles/ruled/tasks/main.yml").write_text("---\n[]\n")
+    (project / "roles/ruled/meta/argument_specs.yml").write_text(yaml.safe_dump(SPEC))
+    watches = [{"version": "v1", "group": "r.example.com", "kind": "Policy", "role": "ruled"}]
+    (project / "watches.yaml").write_text(yaml.safe_dump(watches))
+    [planned] = generate.plan(project / "watches.yaml", project / "out").crds
+    return planned.crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+
+
+@pytest.mark.parametrize(("spec", "where", "message"), BROKEN, ids=[m for _, _, m in BROKEN])
+def test_the_samples_check_refuses_what_the_api_server_refuses(spec_schema, spec, where, message):
+    """scaffold.cel's verdicts on the CRs the API server refuses above: the same rule only."""
+    found = samples.problems(samples.defaulted(spec, spec_schema), spec_schema)
+    assert len(found) == 1, found
+    assert found[0].startswith(f"{where}: {message} (rule: ")
+
+
+@pytest.mark.parametrize("spec", GOOD)
+def test_the_samples_check_accepts_what_the_api_server_accepts(spec_schema, spec):
+    assert samples.problems(samples.defaulted(spec, spec_schema), spec_schema) == []

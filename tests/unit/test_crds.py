@@ -276,9 +276,10 @@ def test_names_scope_and_columns_are_kept_from_an_existing_crd():
     assert crd["metadata"]["name"] == "policies.x.example.com"
     assert crd["spec"]["names"]["shortNames"] == ["pol"]
     assert crd["spec"]["scope"] == "Cluster"
-    assert crd["spec"]["versions"][0]["additionalPrinterColumns"] == [
-        {"name": "Mine", "type": "string", "jsonPath": ".status.x"}
-    ]
+    columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
+    mine = {"name": "Mine", "type": "string", "jsonPath": ".status.x"}
+    assert {**mine, "description": crds.HAND_MARK} in columns
+    assert columns[-1]["name"] == "Age", "the columns of the spec and status are there too"
 
 
 @pytest.mark.parametrize(
@@ -520,4 +521,37 @@ def test_kept_columns_of_options_that_are_gone_are_removed():
         "x.example.com", Names.for_kind("Memcached"), [source()], existing=existing
     )
     kept = crd["spec"]["versions"][0]["additionalPrinterColumns"]
-    assert [c["name"] for c in kept] == ["Size", "Mine"]
+    assert [c["name"] for c in kept] == ["Size", "Mine", "Successful", "Reason", "Message", "Age"]
+
+
+SPEC = {"properties": {"size": {"type": "integer"}, "name": {"type": "string", "default": "a"}}}
+
+
+def test_columns_follow_the_spec_and_hand_added_ones_survive_marked():
+    """A generated column follows its field (type, priority; gone with it or once it is no
+    longer a scalar); an unmarked column that is not the generator's is the author's: kept and
+    marked; a marked one is kept as it is, also in place of the generated one of its path."""
+    existing = [
+        {"name": "Size", "type": "string", "jsonPath": ".spec.size"},  # the type was str
+        {"name": "Old", "type": "string", "jsonPath": ".spec.old"},  # an option that is gone
+        {"name": "Labels", "type": "string", "jsonPath": ".spec.labels"},  # now a dict
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "description": "P"},
+    ]
+    spec = {"properties": {**SPEC["properties"], "labels": {"type": "object"}}}
+    columns = crds.printer_columns(spec, False, existing)
+    assert columns == [
+        {"name": "Size", "type": "integer", "jsonPath": ".spec.size", "priority": 1},
+        {"name": "Name", "type": "string", "jsonPath": ".spec.name"},
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase",
+         "description": f"P {crds.HAND_MARK}"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]  # fmt: skip
+    assert crds.printer_columns(spec, False, columns) == columns, "stable"
+    mine = {
+        "name": "Big",
+        "type": "integer",
+        "jsonPath": ".spec.size",
+        "description": crds.HAND_MARK,
+    }
+    again = crds.printer_columns(spec, False, [mine])
+    assert [c["name"] for c in again] == ["Name", "Big", "Age"]

@@ -100,8 +100,9 @@ def test_check_fails_in_one_line_when_a_role_and_its_crd_drift_apart(project, ca
     assert "\n" not in err
     assert err.startswith("ansible-operator generate crds --check: 1 CRD(s) out of date with ")
     assert "roles/memcached/meta/argument_specs.yml" in err
-    assert "differs at spec.versions[0].schema.openAPIV3Schema.properties.spec" in err
-    assert "properties.size.type" in err
+    # the Size column follows its option's type, and comes first in the version
+    assert "differs at spec.versions[0].additionalPrinterColumns[" in err
+    assert "].type" in err
     assert "run 'ansible-operator generate crds'" in err
     assert crd_file(project).read_text() == before, "--check writes nothing"
 
@@ -137,7 +138,10 @@ def test_hand_edited_names_and_columns_survive(project):
     assert generate_crds() == 0
     data = yaml.safe_load(crd_file(project).read_text())
     assert data["spec"]["names"]["shortNames"] == ["mc"]
-    assert data["spec"]["versions"][0]["additionalPrinterColumns"][0]["name"] == "Pool"
+    columns = data["spec"]["versions"][0]["additionalPrinterColumns"]
+    pool = {"name": "Pool", "type": "string", "jsonPath": ".spec.poolName"}
+    assert {**pool, "description": "(added by hand, kept by generate crds)"} in columns
+    assert "Verbose" in [c["name"] for c in columns], "a new option gets its column"
     spec_schema = data["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     assert spec_schema["properties"]["verbose"] == {"type": "boolean", "default": False}
 

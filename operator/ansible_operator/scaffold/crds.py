@@ -5,7 +5,8 @@ defaults, choices and descriptions; those variables are the CR's spec fields as 
 hands them over (camelCase in the CR, snake_case in the role). So the schema is derived, not
 written twice, and the API server refuses a bad CR naming the field. Everything here is pure:
 data in, CRD dict out. What an argument spec cannot say (names, scope, printer columns) is
-taken from an existing CRD when there is one, so hand edits to those survive regeneration.
+taken from an existing CRD when there is one, so hand edits to those survive regeneration;
+printer columns follow the spec, and those the author added are kept, marked as such.
 """
 
 from __future__ import annotations
@@ -491,6 +492,47 @@ def spec_columns(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     return columns
 
 
+# In a printer column's description: a column the author added, which generate crds keeps.
+HAND_MARK = "(added by hand, kept by generate crds)"
+
+
+def _generated_shape(column: Mapping[str, Any], status_paths: set[str]) -> bool:
+    """Whether a column looks like one `generate crds` writes: a top-level spec field's under
+    its own name, or one of the status columns."""
+    path = column.get("jsonPath")
+    if path in status_paths:
+        return True
+    name = path[len(".spec.") :] if isinstance(path, str) and path.startswith(".spec.") else ""
+    return bool(name) and "." not in name and column.get("name") == name[:1].upper() + name[1:]
+
+
+def printer_columns(
+    spec: Mapping[str, Any], manage_status: bool, existing: Sequence[Any] | None
+) -> list[dict[str, Any]]:
+    """The columns of the current spec and status, with the existing columns the author added
+    kept between them, marked with HAND_MARK. A column that looks like a generated one is the
+    generator's, and goes once its field is gone or no longer a scalar; an author keeps an
+    edited generated column by marking it. A kept column of a spec field that is gone goes."""
+    spec_part, status_part = spec_columns(spec), status_columns(manage_status)
+    all_status = {str(c["jsonPath"]) for c in status_columns(True)}
+    hand: list[dict[str, Any]] = []
+    for column in existing or []:
+        if not isinstance(column, dict) or not spec_path_exists(column.get("jsonPath"), spec):
+            continue
+        description = str(column.get("description") or "")
+        if HAND_MARK not in description:
+            if _generated_shape(column, all_status):
+                continue
+            column = {**column, "description": f"{description} {HAND_MARK}".strip()}
+        hand.append(copy.deepcopy(column))
+    kept = {c.get("jsonPath") for c in hand}
+    return [
+        *(c for c in spec_part if c["jsonPath"] not in kept),
+        *hand,
+        *(c for c in status_part if c["jsonPath"] not in kept),
+    ]
+
+
 def version_priority(version: str) -> tuple[int, int, int, str]:
     """Kubernetes' version order as a sort key (GA > beta > alpha, then by number)."""
     m = _VERSION.match(version)
@@ -509,8 +551,8 @@ def build_crd(
     unexpressed: dict[str, Unexpressed] | None = None,
 ) -> dict[str, Any]:
     """The CRD of one kind with a version per source; `existing` contributes what is hand-owned
-    (names, scope, printer columns, less those of fields that are gone) when it describes the
-    same group and kind. What the CRD cannot express is added to `unexpressed` by spec file."""
+    (names, scope, the printer columns the author added) when it describes the same group and
+    kind. What the CRD cannot express is added to `unexpressed` by spec file."""
     if not sources:
         raise CrdError(f"{names.kind}.{group}: no version to generate")
     kept_columns = _existing_columns(existing)
@@ -539,11 +581,7 @@ def build_crd(
         }
         if spec.get("required"):
             root["required"] = ["spec"]
-        columns = kept_columns.get(source.version)
-        if columns is None:
-            columns = spec_columns(spec) + status_columns(source.manage_status)
-        else:
-            columns = [c for c in columns if spec_path_exists(c.get("jsonPath"), spec)]
+        columns = printer_columns(spec, source.manage_status, kept_columns.get(source.version))
         versions.append(
             {
                 "name": source.version,
