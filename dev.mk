@@ -1,10 +1,26 @@
 # This repository's own targets and settings, beside the Makefile that `ansible-operator init`
 # writes into every project (the Makefile includes this file first). Two commands do everything
 # on a fresh machine: `make run` and `make test`.
-PYTHON ?= python3.11
-VENV := .venv
+# Python 3.12 or newer (ansible-core 2.20 and 2.21 need it on the controller): PYTHON when given,
+# else the first that runs and is 3.12+ of python3, python3.12, python3.13, python3.14 on PATH and
+# pyenv's versions (a pyenv shim of a version that is not selected refuses to run: each is tried).
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(shell for python in python3 python3.12 python3.13 python3.14 \
+	"$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/3.*/bin/python3; do \
+	"$$python" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null \
+	&& { command -v "$$python"; break; }; done)
+endif
+PYTHON_VERSION := $(shell $(PYTHON) -c \
+	'import sys; sys.version_info >= (3, 12) and print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+NEED_PYTHON = $(if $(PYTHON_VERSION),,$(error no Python 3.12 or newer found (PYTHON=$(PYTHON)): \
+	install one, or name it: make PYTHON=/path/to/python3.12))
+# One virtualenv per Python version, so that a new Python never replaces one in use; `.venv` is a
+# link to the latest made (an older, real `.venv` directory is left alone: remove it to get the
+# link).
+VENV := .venv-py$(PYTHON_VERSION)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LINK_VENV = if [ ! -e .venv ] || [ -L .venv ]; then ln -sfn $(VENV) .venv; fi
 # The Makefile's targets run the operator from this repository's virtualenv, made on first use.
 ANSIBLE_OPERATOR := $(BIN)/ansible-operator
 OPERATOR_DEPS := $(STAMP)
@@ -15,16 +31,18 @@ RUNTIME_WHEEL := $(BIN)/pip wheel --quiet --no-deps --wheel-dir dist .
 override IMAGE_BUILD_ARGS += --build-arg OPERATOR_PACKAGE=ansible-operator-py==$(VERSION)
 PYTEST_ARGS ?=
 
-.PHONY: lint unit e2e venv cluster-up cluster-down cluster-status binaries clean image-test bench soak \
-	venv-ansible-core-2.19 e2e-ansible-core-2.19
+.PHONY: lint unit e2e venv cluster-up cluster-down cluster-status binaries clean image-test bench soak
 
 $(STAMP): pyproject.toml
+	$(NEED_PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
+	@$(LINK_VENV)
 
 venv: $(STAMP)  ## the virtualenv with the package (editable) and the test tools
+	@$(LINK_VENV)
 
 binaries: $(STAMP)  ## build (or find) the control-plane binaries
 	$(ANSIBLE_OPERATOR) dev-cluster build
@@ -41,7 +59,7 @@ cluster-status: $(STAMP)  ## is the local cluster up
 # The roles and playbooks here are the examples; the in-repo collection and the tests' roles are
 # the repository's own, hence the extra paths and the galaxy exceptions (no Galaxy repository).
 ANSIBLE_LINT_EXTRA := --exclude tests/ --exclude operator/ --exclude bench/ \
-	--exclude .venv-ansible-core-2.19/ -x 'galaxy[no-repository],galaxy[no-changelog]'
+	$(foreach dir,$(wildcard .venv?*),--exclude $(dir)/) -x 'galaxy[no-repository],galaxy[no-changelog]'
 lint: $(STAMP)  ## ruff, mypy, layers, CRDs, Dockerfile, yamllint, ansible-lint
 	$(BIN)/ruff check operator tests bench
 	$(BIN)/ruff format --check operator tests bench
@@ -62,31 +80,47 @@ lint: $(STAMP)  ## ruff, mypy, layers, CRDs, Dockerfile, yamllint, ansible-lint
 unit: $(STAMP)  ## the unit tests
 	$(BIN)/pytest tests/unit tests/runner $(PYTEST_ARGS)
 
-# ansible-core 2.19 (the `ansible` 12 package), a supported choice beside the 2.18 default: a
-# second virtualenv with the package installed as in $(VENV), then ansible 12 installed over the
-# ansible 11 that pyproject.toml pins. pip lets no extra loosen a pin of the base dependencies,
-# so this override is the one way to get 2.19 beside an unchanged default; pip reports the pin it
-# overrides, once, and nothing else differs. The Dockerfile does the same with its ANSIBLE
-# build argument. `make e2e-ansible-core-2.19` runs the warm runner's tests and the
-# runtime's e2e tests that cover variables, status, requeue, finalizers, dependents, the example
-# roles, the util collection, the scaffold and the 2.19 failure messages on it.
-VENV_2_19 := .venv-ansible-core-2.19
-ANSIBLE_2_19 := ansible>=12,<13
-E2E_2_19 ?= tests/runner/test_warm_runner.py tests/e2e/test_reconcile.py tests/e2e/test_dependents.py \
-	tests/e2e/test_util_modules.py tests/e2e/test_samples.py tests/e2e/test_new_api.py \
-	tests/e2e/test_ansible_core_rules.py
-$(VENV_2_19)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV_2_19)
-	$(VENV_2_19)/bin/pip install --quiet --upgrade pip
-	$(VENV_2_19)/bin/pip install --quiet -e '.[test]'
-	$(VENV_2_19)/bin/pip install --quiet '$(ANSIBLE_2_19)'
+# The four ansible-cores, each tested (`.ci/run`): 2.18 (the `ansible` 11 package) is the default,
+# as upstream's image, and the one pyproject.toml pins; 2.19, 2.20 and 2.21 (`ansible` 12, 13, 14)
+# each have a virtualenv of their own beside $(VENV), made as $(VENV) is, then with their
+# `ansible` installed over the pinned one. pip lets no extra loosen a pin of the base
+# dependencies, so this override is the one way to get another core beside an unchanged default;
+# pip reports the pin it overrides, once, and nothing else differs. The Dockerfile does the same
+# with its ANSIBLE build argument. For a core C of $(CORES):
+#   make venv-ansible-core-C   its virtualenv ($(VENV) for the default)
+#   make unit-ansible-core-C   the unit and runner tests (cold and warm runners) on it
+#   make e2e-ansible-core-C    the e2e tests of E2E_SUBSET on it: variables, status, requeue,
+#                              finalizers, dependents, the example roles, the util collection, the
+#                              scaffold and the messages for the new rules of 2.19 and later
+DEFAULT_CORE := 2.18
+CORES := 2.18 2.19 2.20 2.21
+ANSIBLE_FOR_2.18 := ansible>=11,<12
+ANSIBLE_FOR_2.19 := ansible>=12,<13
+ANSIBLE_FOR_2.20 := ansible>=13,<14
+ANSIBLE_FOR_2.21 := ansible>=14,<15
+E2E_SUBSET ?= tests/e2e/test_reconcile.py tests/e2e/test_dependents.py tests/e2e/test_util_modules.py \
+	tests/e2e/test_samples.py tests/e2e/test_new_api.py tests/e2e/test_ansible_core_rules.py
+core_venv = $(if $(filter $(DEFAULT_CORE),$1),$(VENV),$(VENV)-ansible-core-$1)
+.PRECIOUS: $(VENV)-ansible-core-%/.installed  # a made virtualenv, not an intermediate file
+
+$(VENV)-ansible-core-%/.installed: pyproject.toml
+	$(if $(ANSIBLE_FOR_$*),,$(error no ansible-core $* here: choose one of $(CORES)))
+	$(NEED_PYTHON)
+	$(PYTHON) -m venv $(@D)
+	$(@D)/bin/pip install --quiet --upgrade pip
+	$(@D)/bin/pip install --quiet -e '.[test]'
+	$(@D)/bin/pip install --quiet '$(ANSIBLE_FOR_$*)'
 	touch $@
 
-venv-ansible-core-2.19: $(VENV_2_19)/.installed
+.SECONDEXPANSION:
+venv-ansible-core-%: $$(call core_venv,$$*)/.installed ;
 
-e2e-ansible-core-2.19: $(VENV_2_19)/.installed  ## the runtime's e2e layer on ansible-core 2.19
-	$(VENV_2_19)/bin/ansible-operator dev-cluster build
-	$(VENV_2_19)/bin/pytest $(E2E_2_19) $(PYTEST_ARGS)
+unit-ansible-core-%: $$(call core_venv,$$*)/.installed
+	$(call core_venv,$*)/bin/pytest tests/unit tests/runner $(PYTEST_ARGS)
+
+e2e-ansible-core-%: $$(call core_venv,$$*)/.installed
+	$(call core_venv,$*)/bin/ansible-operator dev-cluster build
+	$(call core_venv,$*)/bin/pytest $(E2E_SUBSET) $(PYTEST_ARGS)
 
 e2e: $(STAMP)  ## the end-to-end tests on the local cluster
 	$(ANSIBLE_OPERATOR) dev-cluster build
@@ -126,6 +160,7 @@ image-test: $(STAMP)  ## build the image and run the operator from it, in-cluste
 test: lint unit e2e molecule image-test
 
 # Stops the cluster with the virtualenv's command when there is one; never builds it to do so.
-clean:  ## stop the local cluster, remove the virtualenv
+clean:  ## stop the local cluster, remove the virtualenvs of this Python
 	$(if $(wildcard $(ANSIBLE_OPERATOR)),$(ANSIBLE_OPERATOR) dev-cluster down)
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(VENV)-ansible-core-*
+	if [ -L .venv ]; then rm .venv; fi

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
-
-T = TypeVar("T")
 
 
-def wait_until(probe: Callable[[], T], *, what: str, timeout: float = 120, every: float = 0.5) -> T:
+def wait_until[T](
+    probe: Callable[[], T], *, what: str, timeout: float = 120, every: float = 0.5
+) -> T:
     """Call ``probe`` until it returns something truthy; fail naming ``what`` after ``timeout``."""
     deadline = time.monotonic() + timeout
     last: T | None = None

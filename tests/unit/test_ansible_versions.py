@@ -88,7 +88,8 @@ def test_the_supported_range_starts_at_2_18(core, supported):
             versions.check_supported(found)
         assert str(err.value) == (
             f"ansible-core {core} (of /x/ansible-playbook) is not supported: "
-            "install ansible-core 2.18 or newer (2.18 is the default, as upstream's image)"
+            "install ansible-core 2.18, 2.19, 2.20 or 2.21 (2.18 is the default, as "
+            "upstream's image)"
         )
 
 
@@ -152,8 +153,8 @@ def test_run_refuses_too_old_an_ansible_core_in_one_line(tmp_path):
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         f"ansible-operator run: ansible-core 2.17.14 (of {tmp_path}/venv/bin/ansible-playbook) "
-        "is not supported: install ansible-core 2.18 or newer (2.18 is the default, as "
-        "upstream's image)"
+        "is not supported: install ansible-core 2.18, 2.19, 2.20 or 2.21 (2.18 is the default, "
+        "as upstream's image)"
     )
 
 

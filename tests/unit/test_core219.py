@@ -1,6 +1,7 @@
-"""Failures from ansible-core 2.19's new rules get a message naming the rule, where, and the ways
-out; on real job events captured from ansible-runner with ansible-core 2.19 and the e2e role
-`legacy` (tests/e2e/roles/legacy) or a one-task role, under tests/unit/data/core219/."""
+"""Failures from the new rules of ansible-core 2.19 and 2.21 get a message naming the rule, where,
+and the ways out; on real job events captured from ansible-runner with ansible-core 2.19 (the e2e
+role `legacy`, tests/e2e/roles/legacy, or a one-task role) and 2.21 (a two-task role, the one of
+`loop-result-skipped`), under tests/unit/data/core219/."""
 
 from __future__ import annotations
 
@@ -111,3 +112,15 @@ def test_the_run_outcome_carries_the_explanation():
 )
 def test_the_boolean_to_write_depends_on_the_type_the_condition_gave(expression, type_name, fix):
     assert core219._boolean_fix(expression, type_name) == fix
+
+
+def test_a_loop_result_read_for_skipped_names_the_2_21_rule_and_the_default_to_write():
+    message = core219.explain(event("loop-result-skipped"))
+    assert message == (
+        "ansible-core 2.21 rule: a registered result has a `skipped` key only when something was "
+        "skipped; 2.18 to 2.20 also gave a loop's result `skipped: false` "
+        "(/tmp/cap/roles/loopskipped/tasks/main.yml:11). Fix the role: write "
+        "`not (made.skipped | default(false))` for `not made.skipped`; or run the operator on "
+        "ansible-core 2.18, the default. Ansible said: Task failed: A 'when' expression failed: "
+        "Error while evaluating conditional: object of type 'dict' has no attribute 'skipped'"
+    )

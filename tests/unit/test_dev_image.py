@@ -25,11 +25,32 @@ def test_split_image(name, expected):
 
 
 def test_the_base_image_is_the_dockerfiles_from(tmp_path):
-    assert image.dockerfile_base(REPO / "Dockerfile").startswith("docker.io/library/python:3.11")
+    base = image.dockerfile_base(REPO / "Dockerfile")
+    assert base == "docker.io/library/python:3.13-slim-trixie"
+    assert image.debian_release(base) == "trixie"
     bad = tmp_path / "Dockerfile"
     bad.write_text("FROM scratch\n")
     with pytest.raises(image.ImageError, match="no 'ARG PYTHON_IMAGE=<base image>' line"):
         image.dockerfile_base(bad)
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "docker.io/library/python:3.12-slim-trixie",  # the official image has it; Debian has not
+        "docker.io/library/python:3.11-slim-bookworm",
+        "python:3.13-slim",
+        "python:latest",
+    ],
+)
+def test_a_base_debian_cannot_make_is_refused_in_one_line(tag):
+    with pytest.raises(image.ImageError) as refused:
+        image.debian_release(tag)
+    assert str(refused.value) == (
+        f"no base image {tag} here, and Debian's packages make only "
+        "docker.io/library/python:3.13-slim-trixie: pull it, or build with "
+        "--build-arg PYTHON_IMAGE=docker.io/library/python:3.13-slim-trixie"
+    )
 
 
 def test_podman_settings_are_private_and_runc(tmp_path):

@@ -4,7 +4,9 @@ podman builds it with the ``runc`` runtime (crun refuses a host with mixed cgrou
 store of its own under the user's cache (never ``/var/lib/containers``), on the host's network.
 No registry is reachable, so the Dockerfile's base image is made once from Debian's mirror with
 ``mmdebstrap`` and tagged with the Dockerfile's ``FROM`` name: the Dockerfile stays as a user
-writes it for a registry, and ``--pull=never`` makes podman take the local tag.
+writes it for a registry, and ``--pull=never`` makes podman take the local tag. The stand-in is
+the Debian release the tag names (``python:3.13-slim-trixie``: trixie) with that release's
+Python, so only a tag whose Python is the release's own can be made.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 # What the stand-in base image holds: the official python image's essentials, from Debian.
 BASE_PACKAGES = ("python3", "python3-venv", "python-is-python3", "ca-certificates")
 NPROC_LIMIT = 32768  # root podman may not raise RLIMIT_NPROC above this here
+# The Python of each Debian release a stand-in can be made of (`python3` there).
+DEBIAN_PYTHON = {"trixie": "3.13"}
 
 Progress = Callable[[str], None]
 
@@ -128,11 +132,27 @@ def ulimits() -> list[str]:
     return [f"nofile={nofile}:{nofile}", f"nproc={NPROC_LIMIT}:{NPROC_LIMIT}"]
 
 
+def debian_release(tag: str) -> str:
+    """The Debian release whose packages stand in for the official python image ``tag``
+    (``docker.io/library/python:3.13-slim-trixie``: trixie); refused in one line when the tag
+    names no such release, or a Python other than the release's own."""
+    version, _, variant = tag.rpartition(":")[2].partition("-")
+    release = variant.rpartition("-")[2]
+    if DEBIAN_PYTHON.get(release) != version:
+        known = [f"docker.io/library/python:{py}-slim-{name}" for name, py in DEBIAN_PYTHON.items()]
+        raise ImageError(
+            f"no base image {tag} here, and Debian's packages make only {', '.join(known)}: "
+            f"pull it, or build with --build-arg PYTHON_IMAGE={known[-1]}"
+        )
+    return release
+
+
 def ensure_base(podman: Podman, tag: str, progress: Progress = _no_progress) -> None:
     """Make ``tag`` from Debian's mirror with mmdebstrap, unless the store has it already."""
     if podman.exists(tag):
         return
-    progress(f"making the base image {tag} from Debian's mirror (mmdebstrap, about a minute)")
+    release = debian_release(tag)
+    progress(f"making the base image {tag} from Debian {release} (mmdebstrap, 1-3 minutes)")
     debstrap = subprocess.Popen(
         [
             "mmdebstrap",
@@ -140,7 +160,7 @@ def ensure_base(podman: Podman, tag: str, progress: Progress = _no_progress) -> 
             f"--include={','.join(BASE_PACKAGES)}",
             "--aptopt=APT::Install-Recommends false",
             "--quiet",
-            "bookworm",
+            release,
             "-",
         ],
         stdout=subprocess.PIPE,

@@ -1,11 +1,14 @@
-"""Explain a failure that ansible-core 2.19's stricter templating caused, for status and Events.
+"""Explain a failure that a newer ansible-core's rules caused, for status and Events.
 
 Roles written for ansible-core 2.18 (upstream's image) meet three new rules on 2.19: a
 conditional must be a boolean; a template keeps its native type (`"{{ n + 1 }}"` is an int,
 which a string field of the API refuses); and a value 2.18 rendered as text (None as "") reaches
-filters as itself. Ansible's own message names the rule tersely; this adds which rule, where (the
-file and line Ansible reports in the event's output, else the task's path), the expression, and
-the ways out. Pure: one failed job event in, a message or None out.
+filters as itself. 2.20 adds none that fails a run (its changes are warnings, or results a role
+reads with `is defined`); 2.21 drops `skipped: false` from a loop's registered result, so
+`when: not result.skipped` meets an undefined key. Ansible's own message names the rule tersely;
+this adds which rule, where (the file and line Ansible reports in the event's output, else the
+task's path), the expression, and the ways out. Pure: one failed job event in, a message or None
+out. docs/ansible-core-versions.md shows each message.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ _FILTER_FAILED = re.compile(
 _NOT_A_STRING = re.compile(
     r"cannot unmarshal (?P<type>number|bool) into Go struct field (?P<field>\S+) of type string"
 )
+_NO_SKIPPED = re.compile(r"object of type 'dict' has no attribute 'skipped'")
+_SKIPPED_READ = re.compile(r"(?P<result>[\w.\[\]'\"]+)\.skipped\b")
 _ORIGIN = re.compile(r"^Origin: (?P<file>.+?):(?P<line>\d+)(?::\d+)?$")
 _LOCATION = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?::\d+)?$")
 _CONDITION_KEY = re.compile(r"^(?:\w+_when|when|until|that):\s*")
@@ -64,6 +69,21 @@ def explain(event: Mapping[str, Any]) -> str | None:
             f"({where}). Fix the role: give {shown} a string, for example with "
             f"`| default('', true)` or `| string` before the {match['kind']}; {ROLLBACK}. "
             f"Ansible said: {message}"
+        )
+    if _NO_SKIPPED.search(message):
+        where = _last_origin(lines) or _short(task_path)
+        expression = _source_expression(lines, where) or _template_at(lines, where)
+        fixed = _SKIPPED_READ.sub(r"(\g<result>.skipped | default(false))", expression or "")
+        change = (
+            f"write `{fixed}` for `{expression}`"
+            if expression and fixed != expression
+            else "read it as `result.skipped | default(false)`"
+        )
+        return (
+            "ansible-core 2.21 rule: a registered result has a `skipped` key only when something "
+            f"was skipped; 2.18 to 2.20 also gave a loop's result `skipped: false` ({where}). "
+            "Fix the role: "
+            f"{change}; {ROLLBACK}. Ansible said: {message}"
         )
     if match := _NOT_A_STRING.search(message):
         kind = "number" if match["type"] == "number" else "boolean"

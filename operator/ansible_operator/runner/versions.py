@@ -27,7 +27,7 @@ from ansible_operator.runner.process import run_path
 from ansible_operator.runner.types import RunnerError
 
 MINIMUM_CORE = (2, 18)
-SUPPORTED_RANGE = "ansible-core 2.18 or newer (2.18 is the default, as upstream's image)"
+SUPPORTED_RANGE = "ansible-core 2.18, 2.19, 2.20 or 2.21 (2.18 is the default, as upstream's image)"
 
 _CORE_VERSION = re.compile(r"\[core (\d+)\.(\d+)\.(\S+)\]")  # ansible-playbook [core 2.18.6]
 _RUNNER_VERSION = re.compile(r"^(\d+\.\d+\S*)\s*$", re.MULTILINE)

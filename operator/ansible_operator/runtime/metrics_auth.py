@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -29,11 +29,8 @@ ALLOWED_TTL = 300.0
 DENIED_TTL = 30.0
 CACHE_SIZE = 1024
 
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
 
-
-class TTLCache(Generic[K, V]):
+class TTLCache[K: Hashable, V]:
     """Answers kept for a time each; expired ones are dropped when the cache fills."""
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:

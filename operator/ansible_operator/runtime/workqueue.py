@@ -23,16 +23,13 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
-
-K = TypeVar("K", bound=Hashable)
 
 
 class ShutDown(Exception):
     """The queue was shut down; workers stop."""
 
 
-class WorkQueue(Generic[K]):
+class WorkQueue[K: Hashable]:
     def __init__(
         self,
         *,
