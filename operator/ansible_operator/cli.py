@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import platform
-import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -21,7 +20,7 @@ from ansible_operator.dev import command as dev_command
 from ansible_operator.devcluster import command as devcluster_command
 from ansible_operator.devcluster import image_command
 from ansible_operator.runner import RunnerError, find_ansible_runner, versions
-from ansible_operator.scaffold import generate
+from ansible_operator.scaffold import generate, source
 from ansible_operator.scaffold import init as init_command
 from ansible_operator.scaffold import new_api as newapi
 
@@ -29,21 +28,9 @@ _GOARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
 
 def git_commit(package_dir: Path = Path(__file__).parent) -> str:
-    """The commit of the git checkout the package runs from (``-dirty`` with local changes),
-    else "unknown": an installed wheel records none."""
-    source = package_dir.parent.parent  # operator/ansible_operator -> the checkout's root
-    if not (source / ".git").exists():
-        return "unknown"
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(source), "describe", "--always", "--dirty", "--abbrev=12"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
+    """The commit the package runs from: its git checkout's, else the one pip recorded."""
+    checkout = package_dir.parent.parent  # operator/ansible_operator -> the checkout's root
+    return source.commit(source.direct_url(), checkout)
 
 
 def _version(_: argparse.Namespace) -> int:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_operator import cli
+from ansible_operator import __version__, cli
+from ansible_operator.scaffold import source
 
 FRESH_WATCHES = "---\n# +kubebuilder:scaffold:watch\n"
 API = ["--group", "cache", "--domain", "example.com", "--version", "v1", "--kind", "Memcached"]
@@ -84,21 +85,60 @@ def test_version_flag_is_the_version_command(capsys):
     assert command.startswith('ansible-operator version: "v')
 
 
-def test_the_commit_is_the_checkout_s(tmp_path):
-    package = tmp_path / "operator" / "ansible_operator"
-    package.mkdir(parents=True)
-    assert cli.git_commit(package) == "unknown"  # an installed wheel: no checkout
-    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "init", "-q"], check=True)
-    (package / "x.py").write_text("")
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
-    head = subprocess.run(
-        [*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert cli.git_commit(package) == head
-    (package / "x.py").write_text("changed")
-    assert cli.git_commit(package) == f"{head}-dirty"
+def git(directory: Path, *args: str) -> str:
+    argv = ["git", "-C", str(directory), "-c", "user.name=t", "-c", "user.email=t@t", *args]
+    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_the_commit_is_the_checkout_s_else_the_one_pip_recorded(tmp_path):
+    checkout = tmp_path / "src"
+    (checkout / "operator/ansible_operator").mkdir(parents=True)
+    assert source.commit({}, checkout) == "unknown"  # a wheel from an index: none recorded
+    git(checkout, "init", "-q")
+    (checkout / "x.py").write_text("")
+    git(checkout, "add", ".")
+    git(checkout, "commit", "-q", "-m", "x")
+    head = git(checkout, "rev-parse", "--short=12", "HEAD")
+    assert source.commit({}, checkout) == head
+    (checkout / "x.py").write_text("changed")
+    assert source.commit({}, checkout) == f"{head}-dirty"
+    # installed by pip from a git URL, or built from a source directory
+    vcs = {"url": "https://example.com/r.git", "vcs_info": {"vcs": "git", "commit_id": "a" * 40}}
+    assert source.commit(vcs, tmp_path / "site-packages") == "a" * 12
+    built = {"url": checkout.as_uri(), "dir_info": {}}
+    assert source.commit(built, tmp_path / "site-packages") == f"{head}-dirty"
+
+
+def test_version_shows_this_checkout_s_commit(capsys):
+    assert cli.main(["version"]) == 0
+    head = git(Path(cli.__file__).parents[2], "rev-parse", "--short=12", "HEAD")
+    assert f'commit: "{head}' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("recorded", "requirement"),
+    [
+        ({}, "ansible-operator-py[molecule]==0.1.0"),
+        ({"url": "file:///src/ansible-operator", "dir_info": {}},
+         "ansible-operator-py[molecule] @ file:///src/ansible-operator"),
+        ({"url": "file:///w/ansible_operator_py-0.1.0-py3-none-any.whl", "archive_info": {}},
+         "ansible-operator-py[molecule] @ file:///w/ansible_operator_py-0.1.0-py3-none-any.whl"),
+        ({"url": "https://git.example.com/op.git",
+          "vcs_info": {"vcs": "git", "commit_id": "abc", "requested_revision": "main"}},
+         "ansible-operator-py[molecule] @ git+https://git.example.com/op.git@abc"),
+    ],
+)  # fmt: skip
+def test_the_requirement_that_installs_this_runtime_again(recorded, requirement):
+    assert source.requirement(recorded, "0.1.0") == requirement
+
+
+def test_init_s_readme_installs_the_runtime_it_was_made_with(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["init", "--domain", "example.com", "--project-name", "op"]) == 0
+    readme = (tmp_path / "README.md").read_text()
+    wanted = source.requirement(source.direct_url(), __version__)
+    assert f"\npip install '{wanted}'\n" in readme
+    assert "@ file://" in wanted or "==" in wanted
 
 
 def complete(script: str, line: str) -> list[str]:

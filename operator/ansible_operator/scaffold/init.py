@@ -1,7 +1,8 @@
 """``ansible-operator init``: a new operator project, as ``operator-sdk init --plugins=ansible``.
 
 The project's files are the package data under ``templates/init`` (``dot-x`` is written as
-``.x``), with ``@{project_name}``, ``@{domain}`` and ``@{operator_version}`` filled in, plus the
+``.x``), with ``@{project_name}``, ``@{domain}``, ``@{operator_version}`` and
+``@{install_requirement}`` (``source.requirement``) filled in, plus the
 molecule harness of ``templates/new_api/molecule/common`` and a PROJECT file. This repository is
 itself such a project (tests/unit/test_init.py checks that its generic files are these bytes).
 Every check runs before the first write, and the files are written into a staging directory
@@ -19,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from ansible_operator import __version__
-from ansible_operator.scaffold import new_api, project_file
+from ansible_operator.scaffold import new_api, project_file, source
 
 TEMPLATES = Path(__file__).parent / "templates"
 ALLOWED_ENTRIES = {".git"}  # what may be in the directory before init
@@ -70,6 +71,8 @@ def files(project_name: str, domain: str) -> dict[str, str]:
         "project_name": project_name,
         "domain": domain,
         "operator_version": __version__,
+        # what installs this very runtime again (the README's first step)
+        "install_requirement": source.requirement(source.direct_url(), __version__),
     }
     out = {}
     root = TEMPLATES / "init"
