@@ -134,6 +134,9 @@ def generate(directory: Path) -> ClusterCerts:
             ),
             critical=True,
         )
+        # Key identifiers: Python 3.13's default verification (VERIFY_X509_STRICT) refuses a
+        # chain whose certificates lack them ("Missing Authority Key Identifier").
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
         .sign(ca_key, hashes.SHA256())
     )
     _write_key(certs.ca_key, ca_key)
@@ -141,8 +144,13 @@ def generate(directory: Path) -> ClusterCerts:
 
     def leaf(subject: x509.Name, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName]):
         key = _new_key()
-        builder = _builder(subject, ca_name, key.public_key()).add_extension(
-            x509.ExtendedKeyUsage([usage]), critical=False
+        builder = (
+            _builder(subject, ca_name, key.public_key())
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+            )
         )
         if sans:
             builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
