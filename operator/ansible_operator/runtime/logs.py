@@ -117,6 +117,18 @@ class StacktraceFilter(logging.Filter):
         return True
 
 
+class KopfRetryFilter(logging.Filter):
+    """kopf logs each failed API request it will retry at error level (with a stack, by zap's
+    default): an outage, not a bug. Those records become warnings, as the operator's own."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("kopf") and record.levelno == logging.ERROR:
+            message = record.getMessage()
+            if message.startswith("Request attempt ") and "; will retry: " in message:
+                record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 class _Formatter(logging.Formatter):
     def __init__(self, time_encoding: str = DEFAULT_TIME_ENCODING) -> None:
         super().__init__()
@@ -170,6 +182,7 @@ def configure(
     handler = logging.StreamHandler(sys.stderr)
     formatter = ConsoleFormatter if encoder == "console" else JsonFormatter
     handler.setFormatter(formatter(time_encoding))
+    handler.addFilter(KopfRetryFilter())  # before the stack is attached by level
     handler.addFilter(StacktraceFilter(STACKTRACE_LEVELS[stacktrace_level]))
     root = logging.getLogger()
     root.handlers[:] = [handler]
