@@ -2,8 +2,9 @@
 
 The role `legacy` holds the Operator SDK idioms that ansible-core 2.19 refuses (a list's length
 as a conditional, a templated number in a ConfigMap, a filter given None) and `| bool` on a CR's
-strings. On 2.18, the default, it is Successful. On 2.19 (`make e2e-ansible-core-2.19`) the
-Failure condition and the Warning Event name the rule, the file and the line, and the ways out.
+strings. On 2.18, the default, it is Successful. On 2.19 and later (CI: `make
+e2e-ansible-core-2.21`) the Failure condition and the Warning Event name the rule, the file and
+the line, and the ways out.
 """
 
 from __future__ import annotations
