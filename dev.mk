@@ -10,8 +10,8 @@ PYTHON := $(shell for python in python3 python3.12 python3.13 python3.14 \
 	"$$python" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null \
 	&& { command -v "$$python"; break; }; done)
 endif
-PYTHON_VERSION := $(shell $(PYTHON) -c \
-	'import sys; sys.version_info >= (3, 12) and print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYTHON_VERSION := $(if $(PYTHON),$(shell $(PYTHON) -c \
+	'import sys; sys.version_info >= (3, 12) and print("%d.%d" % sys.version_info[:2])' 2>/dev/null))
 NEED_PYTHON = $(if $(PYTHON_VERSION),,$(error no Python 3.12 or newer found (PYTHON=$(PYTHON)): \
 	install one, or name it: make PYTHON=/path/to/python3.12))
 # One virtualenv per Python version, so that a new Python never replaces one in use; `.venv` is a
