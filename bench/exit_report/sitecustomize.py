@@ -3,9 +3,9 @@ operator's PYTHONPATH (never on a product's): Python imports `sitecustomize` at 
 operator's fork server loads this and every fork of it inherits it.
 
 A warm run's processes all end with `os._exit`: ansible-runner's and ansible-playbook's forks
-(warmexec.run_as_program), Ansible's workers (multiprocessing) and module forks. Each first
-writes `<CPU seconds> <minor faults> <kind>` to `$WARM_RUN_COSTS_DIR/<pid>`; the directory is read
-once here, as a run's forks replace their environment with the run's.
+(runner.warm.program.run_as_program), Ansible's workers (multiprocessing) and module forks. Each
+first writes `<CPU seconds> <minor faults> <kind>` to `$WARM_RUN_COSTS_DIR/<pid>`; the directory is
+read once here, as a run's forks replace their environment with the run's.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ansible_operator.runner import ColdRunner, RunRequest, new_ident
-from ansible_operator.runner.warm import WarmRunner
+from ansible_operator.runner.warm.client import WarmRunner
 
 from .runs import TAG_ENV, MakeRequest
 

@@ -14,7 +14,7 @@ import pytest
 
 from ansible_operator.kube import kubeconfig
 from ansible_operator.runner import ColdRunner
-from ansible_operator.runner.warm import WarmRunner
+from ansible_operator.runner.warm.client import WarmRunner
 
 from .runs import ROLES, MakeRequest
 

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import os
 import signal
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +15,10 @@ import pytest
 
 from ansible_operator.procfs import fields_after_name
 from ansible_operator.runner import ColdRunner, RunResult
-from ansible_operator.runner.warm import ForkServer, WarmRunner
+from ansible_operator.runner.warm import patches
+from ansible_operator.runner.warm.client import ForkServer, WarmRunner
 
 from .runs import DATA, PLAYBOOKS, ROLES, TAG_ENV, MakeRequest, tagged_processes
-
-CORE = tuple(int(part) for part in version("ansible-core").split(".")[:2])
 
 
 def run(runner: ColdRunner, request: Any) -> RunResult:
@@ -55,8 +53,8 @@ def test_nothing_a_role_leaves_behind_reaches_the_next_task_or_run(
         assert module_run["leaked_env"] == ""
         assert module_run["cwd"] != "/"
         # In-process: a fork of Ansible's worker, not a new interpreter (the builtin `local`).
-        assert module_run["in_process"] is warm
-        assert module_run["controller_loaded"] is warm
+        assert module_run["in_process"] is (warm and patches.tested_here("module-exec"))
+        assert module_run["controller_loaded"] is module_run["in_process"]
     assert (first["task_env"], second["task_env"]) == ("set", "")
     # What the Kubernetes client read from KUBECONFIG when the fork server imported it is read
     # again for the run, and for a task's environment.
@@ -255,8 +253,8 @@ def test_an_edited_role_module_or_module_util_is_packaged_anew(
 
 
 @pytest.mark.skipif(
-    CORE >= (2, 19),
-    reason="packages and plugin docs are kept across runs on ansible-core 2.18 (the default) only",
+    not (patches.tested_here("module-packages") and patches.tested_here("plugin-docs")),
+    reason="not tested on this ansible-core (patches.PATCHES)",
 )
 def test_an_unchanged_module_is_taken_from_the_kept_packages(
     warm: WarmRunner, make_request: MakeRequest
@@ -307,7 +305,7 @@ def test_the_kept_packages_go_with_their_fork_server(
 
 
 @pytest.mark.skipif(
-    CORE >= (2, 19), reason="templates are kept across runs on ansible-core 2.18 (the default) only"
+    not patches.tested_here("template-cache"), reason="not tested here (patches.PATCHES)"
 )
 def test_templates_are_kept_across_runs_and_a_folded_filter_is_drawn_anew(
     warm: WarmRunner, make_request: MakeRequest

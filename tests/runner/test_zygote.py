@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from ansible_operator.runner import RunResult
-from ansible_operator.runner.forkserver import MAX_MISFITS
-from ansible_operator.runner.warm import ForkServer, WarmRunner
+from ansible_operator.runner.warm.client import ForkServer, WarmRunner
+from ansible_operator.runner.warm.server import MAX_MISFITS
 
 from .runs import DATA, PLAYBOOKS, TAG_ENV, MakeRequest, tagged_processes
 from .test_warm_runner import _started_to_sleep

@@ -1,5 +1,5 @@
 """dev molecule's `ansible-playbook`: Ansible's CLI, with Python module tasks on localhost run in
-forks of the worker (warmexec), which the module's environment shows."""
+forks of the worker (runner.warm.modules), which the module's environment shows."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import subprocess
 
 from ansible_operator.dev import playbook
-from ansible_operator.runner.warmexec import IN_PROCESS_ENV
+from ansible_operator.runner.warm.modules import IN_PROCESS_ENV
 
 PLAYBOOK = f"""\
 - hosts: localhost

@@ -8,7 +8,7 @@ import os
 import signal
 import socket
 
-from ansible_operator.runner.warm import ForkedRun
+from ansible_operator.runner.warm.client import ForkedRun
 
 
 def run_and_server_end() -> tuple[ForkedRun, socket.socket]:

@@ -4,8 +4,9 @@ fails taken as "does not fit"."""
 
 from __future__ import annotations
 
-from ansible_operator.runner import proctree, zygote
-from ansible_operator.runner.zygote import routing_key
+from ansible_operator.runner import proctree
+from ansible_operator.runner.warm import zygote
+from ansible_operator.runner.warm.zygote import routing_key
 
 ARGV = [
     "/venv/bin/ansible-runner",

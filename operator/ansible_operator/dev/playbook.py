@@ -1,13 +1,13 @@
 """``ansible-playbook`` for molecule's playbooks, with module tasks on localhost kept warm.
 
-``dev molecule`` puts this first on molecule's PATH as ``ansible-playbook``. It is Ansible's own
-CLI with two differences, both taken from the warm runner: the Kubernetes client and the other
-slow imports of kubernetes.core are imported once, before Ansible forks its workers, and Python
-module tasks on the local connection run in forks of the worker (`runner.warmexec`) instead of a
-new interpreter each. A kubernetes.core task or lookup then costs a fork and its API calls, not
-a Python start and the client's imports (about a second each). What the playbooks do and report
-is unchanged; plain ``molecule test`` runs the same playbooks with the stock ``ansible-playbook``.
-"""
+``dev molecule`` puts this first on molecule's PATH as ``ansible-playbook``. It is Ansible's own CLI
+with two differences, both taken from the warm runner: the Kubernetes client and the other slow
+imports of kubernetes.core are imported once, before Ansible forks its workers, and Python module
+tasks on the local connection run in forks of the worker (`runner.warm.modules`) instead of a new
+interpreter each, where the warm runner's patches were tested on the installed releases (one line
+says which are left off). A kubernetes.core task or lookup then costs a fork and its API calls, not
+a Python start and the client's imports (about a second each). What the playbooks do and report is
+unchanged; plain ``molecule test`` runs the same playbooks with the stock ``ansible-playbook``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import stat
 import sys
 from pathlib import Path
 
-from ansible_operator.runner import forkserver, warmexec
+from ansible_operator.runner.warm import patches, server
 
 PROGRAM = "ansible-playbook"
 
@@ -33,8 +33,15 @@ def install(bin_dir: Path) -> Path:
 
 def main() -> None:
     if "--version" not in sys.argv[1:]:
-        forkserver.preload()
-        warmexec.install()
+        patches.off = frozenset(patches.check(patches.installed()))
+        if patches.off:
+            untested = ", ".join(sorted(patches.off))
+            print(
+                f"ansible-operator: warm patches off (untested here): {untested}", file=sys.stderr
+            )
+        server.preload()
+        if not patches.falls_back(patches.off):
+            patches.install("module-exec")
     # Ansible reports and re-executes itself under this name: the stock one beside this Python.
     sys.argv[0] = os.path.join(os.path.dirname(sys.executable), PROGRAM)
     from ansible.cli.playbook import main as playbook

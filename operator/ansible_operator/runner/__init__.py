@@ -34,7 +34,7 @@ from ansible_operator.runner.types import (
     RunRequest,
     RunResult,
 )
-from ansible_operator.runner.warm import WarmRunner
+from ansible_operator.runner.warm.client import WarmRunner
 
 __all__ = [
     "DEFAULT_BASE_DIR",

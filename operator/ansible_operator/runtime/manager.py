@@ -44,7 +44,7 @@ from ansible_operator.kube.discovery import Discovery
 from ansible_operator.proxy import Proxy, ProxyStartError
 from ansible_operator.runner import ColdRunner, Runner, RunnerError, versions
 from ansible_operator.runner.versions import AnsibleVersions
-from ansible_operator.runner.warm import WarmRunner
+from ansible_operator.runner.warm.client import WarmRunner
 from ansible_operator.runtime import logs
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.dependents import DependentWatches
@@ -135,6 +135,8 @@ class Operator:
         self.runner = runner
         self.registry = kopf.OperatorRegistry()
         self.metrics = OperatorMetrics(ansible)
+        if isinstance(runner, WarmRunner):
+            self._report_warm_patches(runner)
         self.gate = RunGate()  # every run passes it; closed and interrupted at shutdown
         self.user_metrics = UserMetrics()
         self.user_metrics_server = UserMetricsServer(self.user_metrics)
@@ -207,6 +209,20 @@ class Operator:
         @kopf.on.login(registry=self.registry)
         def login(**_: Any) -> kopf.ConnectionInfo:
             return _connection_info(self.creds)
+
+    def _report_warm_patches(self, runner: WarmRunner) -> None:
+        """Say, in one line and a metric, which warm patches stay off and whether runs are cold."""
+        self.metrics.warm_patches_off(runner.patches_off, cold=runner.cold)
+        if runner.patches_off:
+            off = "; ".join(f"{name} ({why})" for name, why in runner.patches_off.items())
+            effect = (
+                "the warm runner runs cold (slower, as --runner=cold)"
+                if runner.cold
+                else "warm runs work without them, slower"
+            )
+            log.warning(
+                f"Warm runner patches off, untested on the installed releases: {off}; {effect}"
+            )
 
     def _metrics_tls(self) -> ServingTLS | None:
         if not self.settings.metrics_secure:

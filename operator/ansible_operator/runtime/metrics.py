@@ -58,6 +58,13 @@ class OperatorMetrics:
             registry=self.registry,
         )
 
+        self._warm_patches_off = Gauge(
+            "ansible_operator_warm_patch_off",
+            "1 for each patch of the warm runner left off because it was not tested on the "
+            'installed releases (patch="*": all of them, the warm runner runs cold).',
+            ["patch"],
+            registry=self.registry,
+        )
         self._watch_events = Counter(
             "ansible_operator_watch_events",
             "Watch events received for a watched kind, before any shard filtering.",
@@ -68,6 +75,12 @@ class OperatorMetrics:
     def observe_run(self, gvk: str, seconds: float, succeeded: bool) -> None:
         self._durations.labels(GVK=gvk).observe(seconds)
         self._results.labels(GVK=gvk, result="succeeded" if succeeded else "failed").inc()
+
+    def warm_patches_off(self, names: Iterable[str], *, cold: bool) -> None:
+        for name in names:
+            self._warm_patches_off.labels(patch=name).set(1)
+        if cold:
+            self._warm_patches_off.labels(patch="*").set(1)
 
     def watch_event(self, gvk: str) -> None:
         self._watch_events.labels(GVK=gvk).inc()

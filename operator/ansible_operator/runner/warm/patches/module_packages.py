@@ -1,9 +1,9 @@
-"""Packaged modules (AnsiballZ zips) kept across warm runs, in the fork server's kept.directory.
+"""Packaged modules (AnsiballZ zips) kept across warm runs, in the fork server's cachedir.
 
 Ansible packages each Python module once per ansible-playbook process, into its per-process local
 tmp (`ansiballz_cache/<module fqn>-<compression>`), and a warm run is a new process each time: the
 packaging (parsing the module and its module_utils, zipping them) was redone on every run. Here each
-packaged zip is also kept in `kept.directory`, under a key made of everything that picks the files
+packaged zip is also kept in the cachedir, under a key made of everything that picks the files
 Ansible reads (ansible-core's version and install, this Python, the module's path, bytes and
 compression, the module_utils search paths with their directories' mtimes, the collections paths
 that exist), with the list of files the packaging read and their SHA-256, plus the files it looked
@@ -32,15 +32,14 @@ import types
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner import kept
+from ansible_operator.runner.warm import cachedir
 
 RACY_SECONDS = 2.0  # a file changed so recently may change again within the same timestamp
 
 
 def install() -> None:
-    """Make Ansible's module packaging reuse the zips kept in `kept.directory`, if one is set."""
-    # 2.19 packages modules differently (keyword-only arguments, its own cache format).
-    directory = kept.directory_on_core_2_18("modules")
+    """Make Ansible's module packaging reuse the zips kept in the cachedir, if one is set."""
+    directory = cachedir.subdirectory("modules")
     if directory is None:
         return
     from ansible.executor import module_common
@@ -68,7 +67,7 @@ def install() -> None:
         entry = directory / key
         zipdata = _valid_zip(entry)
         if zipdata is not None:
-            kept.write_atomically(Path(own_copy), zipdata)
+            cachedir.write_atomically(Path(own_copy), zipdata)
             return build(module_name, b_module_data, module_path, module_args, task_vars,
                          templar, module_compression, *args, **kwargs)  # fmt: skip
         with _recording(module_common) as read:
@@ -76,7 +75,7 @@ def install() -> None:
                            templar, module_compression, *args, **kwargs)  # fmt: skip
         with contextlib.suppress(OSError):  # not a Python module, or a full disk: not kept
             manifest = {"files": read, "zipdata": Path(own_copy).read_text()}
-            kept.write_atomically(entry, json.dumps(manifest).encode())
+            cachedir.write_atomically(entry, json.dumps(manifest).encode())
         return result
 
     find_module_utils.kept = True  # type: ignore[attr-defined]

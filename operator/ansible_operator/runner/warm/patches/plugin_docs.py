@@ -4,7 +4,7 @@ Every ansible-playbook loads all connection, shell, become and callback plugins 
 parses the YAML documentation of each (and of its doc fragments) to learn their settings: about
 a tenth of a one-task run's CPU time, the same every run. The parse depends on the text and the
 file name it is attributed to alone, so the first run keeps each result, pickled, in the fork
-server's kept.directory under a key of ansible-core's version, the file name and the text; later
+server's cachedir.directory under a key of ansible-core's version, the file name and the text; later
 runs unpickle it. An edited plugin has other text, so another key: it is parsed anew.
 
 `install()` replaces the `AnsibleLoader` that Ansible's plugin loader and doc fragments use, in
@@ -19,12 +19,12 @@ import hashlib
 import pickle
 from typing import Any
 
-from ansible_operator.runner import kept
+from ansible_operator.runner.warm import cachedir
 
 
 def install() -> None:
-    """Make plugin documentation come from kept.directory, if one is set (2.18 only)."""
-    kept_in = kept.directory_on_core_2_18("plugin-docs")
+    """Make plugin documentation come from cachedir.directory, if one is set (2.18 only)."""
+    kept_in = cachedir.subdirectory("plugin-docs")
     if kept_in is None:
         return
     directory = kept_in  # not Optional: read in the class below
@@ -49,7 +49,7 @@ def install() -> None:
                 return pickle.loads(entry.read_bytes())
             data = self._parse()
             with contextlib.suppress(Exception):  # unpicklable or a full disk: not kept
-                kept.write_atomically(entry, pickle.dumps(data))
+                cachedir.write_atomically(entry, pickle.dumps(data))
             return data
 
         def _parse(self) -> Any:

@@ -4,7 +4,7 @@ Ansible's collection loader compiles the source of every collection module, modu
 plugin it imports (`compile()` in `_collection_finder`), with no bytecode cache: in every run,
 and in every module task, which imports kubernetes.core's module utilities afresh. A compile
 depends on its arguments and on this Python alone, so the first compile of each is kept,
-marshalled as a .pyc is, in the fork server's kept.directory under a key of Python's bytecode
+marshalled as a .pyc is, in the fork server's cachedir.directory under a key of Python's bytecode
 magic number, the file name, the flags and the source; later ones load it. Edited source has
 another key: it is compiled anew.
 
@@ -19,19 +19,17 @@ import contextlib
 import hashlib
 import importlib.util
 import marshal
-from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner import kept
+from ansible_operator.runner.warm import cachedir
 
 
 def install() -> None:
-    """Make the collection loader's compiles come from kept.directory, if one is set."""
-    if kept.directory is None:
+    """Make the collection loader's compiles come from cachedir.directory, if one is set."""
+    directory = cachedir.subdirectory("code")
+    if directory is None:
         return
     from ansible.utils.collection_loader import _collection_finder
-
-    directory = Path(kept.directory) / "code"
 
     def kept_compile(
         source: Any, filename: Any, mode: str, flags: int = 0, dont_inherit: bool = False
@@ -52,7 +50,7 @@ def install() -> None:
             return marshal.loads(entry.read_bytes())
         code = builtins.compile(source, filename, mode, flags, dont_inherit)
         with contextlib.suppress(Exception):  # a full disk: not kept
-            kept.write_atomically(entry, marshal.dumps(code))
+            cachedir.write_atomically(entry, marshal.dumps(code))
         return code
 
     _collection_finder.compile = kept_compile  # type: ignore[attr-defined]

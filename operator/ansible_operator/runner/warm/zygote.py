@@ -22,7 +22,7 @@ run of the same kind, and then forks the runs of that kind as the server does.
   kind's next run records anew.
 - A zygote whose imports print anything (a configuration warning, which each run must show) or
   fail exits, and its record is not used again. A kind whose zygotes did not fit MAX_MISFITS
-  times (forkserver.py) gets none.
+  times (server.py) gets none.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner import kept, proctree
+from ansible_operator.runner import proctree
+from ansible_operator.runner.warm import cachedir
+from ansible_operator.runner.warm.patches import zygote_state
 
 PER_RUN_ENV = frozenset(
     {
@@ -109,7 +111,8 @@ def routing_key(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> str:
 
 
 def record_path(key: str) -> Path | None:
-    return None if kept.directory is None else Path(kept.directory, "zygotes", f"{key}.json")
+    directory = cachedir.subdirectory("zygotes")
+    return None if directory is None else directory / f"{key}.json"
 
 
 def read_record(key: str) -> Record | None:
@@ -143,7 +146,7 @@ def write_record(key: str, env: Mapping[str, str], cwd: str) -> None:
     )
     started = {k: v for k, v in env.items() if k != proctree.MARKER_ENV}
     data = json.dumps({"env": started, "cwd": cwd, "modules": modules}).encode()
-    kept.write_atomically(path, data)
+    cachedir.write_atomically(path, data)
 
 
 def forget(key: str) -> None:
@@ -182,15 +185,13 @@ def prepare(record: Record) -> None:
             os.close(saved[1])
         if os.fstat(printed.fileno()).st_size or "ansible.constants" not in sys.modules:
             raise SystemExit(REFUSED)
-    from ansible import constants as C
-
-    config_file = C.config._config_file
-    per_run = _per_run_settings(C)
+    config_file = zygote_state.config_file()
+    per_run = zygote_state.per_run_settings(_TEMPORARY_TYPES, PER_RUN_ENV)
     snapshot = Snapshot(
         setting_env=setting_env(os.environ),
         config_file=config_file,
         config_digest=_file_digest(config_file),
-        settings=_set_paths(C, per_run),
+        settings=zygote_state.set_paths(_PATH_TYPES, per_run),
         per_run=per_run,
     )
 
@@ -209,11 +210,7 @@ def adopt() -> bool:
     the controller a zygote imported fits this run, made ready for it if so."""
     if snapshot is None:
         return False
-    from ansible import constants as C
-    from ansible.config.manager import find_ini_config_file
-
-    warnings: set[str] = set()
-    config_file = find_ini_config_file(warnings)
+    warnings, config_file = zygote_state.find_config_file()
     if (
         warnings
         or setting_env(os.environ) != snapshot.setting_env
@@ -223,53 +220,11 @@ def adopt() -> bool:
         return False
     # The same variables and ini content give the same settings, but for relative paths, which
     # are the working directory's (each custom resource has its own): those are read again.
-    own = vars(C)
-    for name, value in snapshot.settings.items():
-        if C.config.get_config_value(name, variables=own) != value:
-            return False
-    # Per run, as this run's own import would have made them.
-    for name in snapshot.per_run:
-        C.set_constant(name, C.config.get_config_value(name, variables=own))
-    _renew_process_state()
+    if not zygote_state.settings_are(snapshot.settings):
+        return False
+    zygote_state.renew(snapshot.per_run)
     os.environ[ADOPTED_ENV] = "1"
     return True
-
-
-def _set_paths(C: Any, per_run: list[str]) -> dict[str, Any]:
-    """The path settings given by a variable or the ini file (defaults are absolute paths),
-    less the `per_run` ones."""
-    paths = {}
-    for name, definition in C.config.get_configuration_definitions().items():
-        if definition.get("type") in _PATH_TYPES and name not in per_run:
-            value, origin = C.config.get_config_value_and_origin(name, variables=vars(C))
-            if origin != "default":
-                paths[name] = value
-    return paths
-
-
-def _per_run_settings(C: Any) -> list[str]:
-    names = []
-    for name, definition in C.config.get_configuration_definitions().items():
-        env_names = {entry.get("name") for entry in definition.get("env") or ()}
-        if definition.get("type") in _TEMPORARY_TYPES or env_names & PER_RUN_ENV:
-            names.append(name)
-    return names
-
-
-def _renew_process_state() -> None:
-    """What the zygote's imports made for its own process: the terminal the display measured and
-    wrapped (this process has its own sys.std*), colours, and the ids given to tasks."""
-    from ansible.utils import color
-    from ansible.utils import vars as ansible_vars
-    from ansible.utils.display import Display, _synchronize_textiowrapper
-
-    display = Display()
-    display._set_column_width()
-    for stream in (sys.stdout, sys.stderr):
-        _synchronize_textiowrapper(stream, display._lock)
-        stream.reconfigure(errors="_replacing_warning_handler")  # type: ignore[union-attr]
-    importlib.reload(color)  # colours depend on whether stdout is a terminal
-    importlib.reload(ansible_vars)  # a random part of task ids, and their counter
 
 
 def _file_digest(path: str | None) -> str | None:

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner import kept
+from ansible_operator.runner.warm import cachedir
 
 MAX_KEPT = 4096
 """Templates kept at most: template strings can come from data (a variable whose value holds
@@ -47,8 +47,8 @@ Lookup = tuple[str, str, str | None]
 
 
 def install() -> None:
-    """Make ansible-core 2.18's template compiles come from kept.directory, if one is set."""
-    directory = kept.directory_on_core_2_18("templates")  # 2.19's templating is its own
+    """Make ansible-core 2.18's template compiles come from cachedir.directory, if one is set."""
+    directory = cachedir.subdirectory("templates")
     if directory is None:
         return
     from ansible.template import AnsibleEnvironment
@@ -81,7 +81,8 @@ def install() -> None:
         code = builtin(probe, source, name, filename, raw, defer_init)
         if not called and _room(directory):
             with contextlib.suppress(Exception):  # a full disk: not kept
-                kept.write_atomically(entry, marshal.dumps((sorted(set(lookups), key=str), code)))
+                kept = marshal.dumps((sorted(set(lookups), key=str), code))
+                cachedir.write_atomically(entry, kept)
         return code
 
     kept_compile.kept = True  # type: ignore[attr-defined]

@@ -1,15 +1,18 @@
 """The fork server of the warm runner: a long-lived process that forks one child per run.
 
-It is started by `WarmRunner` (warm.py) as `python -m ansible_operator.runner.forkserver`, imports
-once what is slow to import and reads no per-run configuration (ansible-runner, pexpect, jinja2,
-yaml, the Kubernetes client, cryptography...), and then waits. Nothing of Ansible's controller is
-imported here: `ansible.constants` and the plugin loaders read the environment and ansible.cfg
-when imported. A run imports them itself, in its own environment (see warmrun.py), or starts
-from the zygote of its kind, a fork of this server that has imported them in that kind's
-configuration (zygote.py); the server starts, hands runs to, and lets go of its zygotes.
+It is started by `WarmRunner` (client.py) as `python -P -m ansible_operator.runner.warm.server`
+(-P: the operator's working directory is not on sys.path), imports once what is slow to import
+and reads no per-run configuration (ansible-runner, pexpect, jinja2, yaml, the Kubernetes
+client, cryptography...), and then waits. Nothing of Ansible's controller is imported here:
+`ansible.constants` and the plugin loaders read the environment and ansible.cfg when imported,
+which `self_check` asserts at start. A run imports them itself, in its own environment (see
+child.py), or starts from the zygote of its kind, a fork of this server that has imported them
+in that kind's configuration (zygote.py); the server starts, hands runs to, and lets go of its
+zygotes.
 
 Arguments: the control socket's descriptor, the directory where runs keep what they reuse
-(kept.py, removed when the server exits), and the seconds after which an unused zygote goes.
+(cachedir.py, removed when the server exits), the seconds after which an unused zygote goes, and
+the patches that stay off (patches/, comma-separated).
 Protocol, over the SOCK_SEQPACKET control socket: each message is the run's kind and carries
 three descriptors, a stream socket for the run, its output file and its run lock. The run socket
 brings one JSON line (argv, env, cwd, marker); the server, or the zygote it passes the message
@@ -31,12 +34,13 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner import kept, parsedyaml, zygote
-from ansible_operator.runner.warmexec import run_as_program
+from ansible_operator.runner.warm import cachedir, patches, zygote
+from ansible_operator.runner.warm.program import run_as_program
 
 # Slow to import, read no configuration when imported, used by every run (each may be absent).
 PRELOAD = (
@@ -69,6 +73,15 @@ PRELOAD = (
     "kubernetes.stream",
     "jsonpatch",
 )
+# Modules that read Ansible's configuration (environment, ansible.cfg) when imported: a run, or a
+# zygote, imports them in its own; imported here, every run would have the server's.
+CONFIGURED_WHEN_IMPORTED = (
+    "ansible.constants",
+    "ansible.plugins.loader",
+    "ansible.cli",
+    "ansible.executor.task_queue_manager",
+    "ansible.utils.display",
+)
 REQUEST_READ_TIMEOUT = 10.0  # seconds for the operator to send a request it announced
 _MAX_REQUEST = 64 * 1024 * 1024
 _FDS_PER_REQUEST = 3
@@ -99,7 +112,20 @@ def preload() -> None:
     for name in PRELOAD:
         with contextlib.suppress(Exception):  # missing or broken: the run imports it, or fails
             importlib.import_module(name)
-    parsedyaml.install()
+    patches.install("parsed-yaml")
+    self_check()
+
+
+def self_check(modules: Collection[str] | None = None) -> None:
+    """Exit, in one line, if this server imported what reads Ansible's configuration."""
+    loaded = sys.modules if modules is None else modules
+    found = [name for name in CONFIGURED_WHEN_IMPORTED if name in loaded]
+    if found:
+        raise SystemExit(
+            f"the warm runner's fork server imported {', '.join(found)}, which read Ansible's "
+            "configuration when imported: its runs would not read their own (a bug; use "
+            "--runner=cold)"
+        )
 
 
 class Server:
@@ -114,7 +140,7 @@ class Server:
         self.selector = selectors.DefaultSelector()
         self.running = 0  # runs and zygotes forked, not yet ended
         self.accepting = True
-        self.with_zygotes = zygotes
+        self.with_zygotes = zygotes and patches.on("zygote")
         self.zygotes: dict[str, _Zygote] = {}  # by kind, least recently used first
         self.refused: set[str] = set()  # digests of the records whose zygote refused
         # By kind: zygotes a run found not fitting (it removed their record). Runs whose
@@ -333,22 +359,23 @@ def _child(request: dict[str, Any], output: int, lock: int) -> None:
         # the child ends with os._exit).
         os.closerange(3, lock)
         os.closerange(lock + 1, os.sysconf("SC_OPEN_MAX"))
-        from ansible_operator.runner import warmrun
+        from ansible_operator.runner.warm import child
 
-        sys.exit(warmrun.run(request, lock))
+        sys.exit(child.run(request, lock))
 
     run_as_program(run)
 
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
-    preload()
-    # What this server's runs keep for each other (kept.py); gone with the server.
-    kept.directory = sys.argv[2]
+    patches.off = frozenset(name for name in sys.argv[4].split(",") if name)
+    # What this server's runs keep for each other (cachedir.py); gone with the server.
+    cachedir.directory = sys.argv[2]
     try:
+        preload()
         Server(control, zygote_idle=float(sys.argv[3])).serve()
     finally:
-        shutil.rmtree(kept.directory, ignore_errors=True)
+        shutil.rmtree(cachedir.directory, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from ansible.config import manager
 from ansible.module_utils.common.yaml import yaml_load
 from ansible.utils.collection_loader import _collection_finder
 
-from ansible_operator.runner import parsedyaml
+from ansible_operator.runner.warm.patches import parsed_yaml
 
 BASE_YML = Path(manager.__file__).with_name("base.yml")
 
@@ -30,7 +30,7 @@ def counting(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[
 
 def test_config_definitions_are_taken_once_then_read_as_usual(monkeypatch):
     reads = counting(monkeypatch, manager.ConfigManager, "_read_config_yaml_file")
-    parsedyaml.install()
+    parsed_yaml.install()
 
     first = manager.ConfigManager()
     assert reads == [], "the first ConfigManager takes the pre-parsed definitions"
@@ -43,7 +43,7 @@ def test_config_definitions_are_taken_once_then_read_as_usual(monkeypatch):
 
 def test_other_definitions_are_read_as_usual(monkeypatch, tmp_path):
     reads = counting(monkeypatch, manager.ConfigManager, "_read_config_yaml_file")
-    parsedyaml.install()
+    parsed_yaml.install()
     edited = tmp_path / "base.yml"
     definitions = yaml_load(BASE_YML.read_bytes())
     definitions["DEFAULT_ROLES_PATH"]["description"] = "edited"
@@ -56,7 +56,7 @@ def test_other_definitions_are_read_as_usual(monkeypatch, tmp_path):
 
 def test_routing_metadata_is_taken_once_then_parsed_as_usual(monkeypatch):
     parses = counting(monkeypatch, _collection_finder, "_meta_yml_to_dict")
-    parsedyaml.install()
+    parsed_yaml.install()
     ahead = len(parses)
     assert ahead >= 1, "the installed routing files were parsed ahead"
     builtin = pkgutil.get_data("ansible.config", "ansible_builtin_runtime.yml")

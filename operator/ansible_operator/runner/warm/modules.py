@@ -1,64 +1,40 @@
 """Module tasks on localhost without a new interpreter: the warm runs' `local` connection.
 
-With pipelining, Ansible runs a Python module on the local connection as `/bin/sh -c
-'[VAR=value ...] <python> && sleep 0'` with the AnsiballZ payload on stdin. When `<python>` is
-this very interpreter (the inventory's default: Ansible's own Python), the payload runs in a fork
-of the calling Ansible worker instead: that process has imported Ansible and the Kubernetes
-client. Collections' module utilities (kubernetes.core's) are imported in each module's fork, from
-code compiled once (codecache.py): a worker is a new fork for each task, and importing them once
+With pipelining, Ansible runs a Python module on the local connection as `/bin/sh -c '[VAR=value
+...] <python> && sleep 0'` with the AnsiballZ payload on stdin. When `<python>` is this very
+interpreter (the inventory's default: Ansible's own Python), the payload runs in a fork of the
+calling Ansible worker instead: that process has imported Ansible and the Kubernetes client.
+Collections' module utilities (kubernetes.core's) are imported in each module's fork, from code
+compiled once (patches/code_cache.py): a worker is a new fork for each task, and importing them once
 per run in ansible-playbook instead saved about 2% of a memcached run's CPU (measured), and would
 cost a run that uses none. The fork gets the payload's stdin, stdout and stderr on pipes and its
-exit status goes back as the command's; it is a copy, so nothing a module changes (its arguments
-in `basic._ANSIBLE_ARGS`, caches, the environment, the working directory) outlives it. Anything
-else (become, other commands, another Python) goes to the builtin local connection unchanged.
+exit status goes back as the command's; it is a copy, so nothing a module changes (its arguments in
+`basic._ANSIBLE_ARGS`, caches, the environment, the working directory) outlives it. Anything else
+(become, other commands, another Python) goes to the builtin local connection unchanged.
 
-`install()` patches the builtin `local` connection class, in the process of a warm run only.
+patches/module_exec.py routes the `local` connection's commands here, in the process of a warm run
+only.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import importlib.abc
 import importlib.machinery
-import io
 import os
 import selectors
 import shlex
-import signal
 import sys
 import zipimport
-from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
-from ansible_operator.runner import proctitle
+from ansible_operator.runner.warm import proctitle
+from ansible_operator.runner.warm.patches import run_environment
+from ansible_operator.runner.warm.program import as_new_interpreter, run_as_program
 
 _ASSIGNMENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 IN_PROCESS_ENV = "ANSIBLE_OPERATOR_WARM_MODULE"
 """Set in the environment of a module run in-process, so a test can tell how it ran."""
-
-
-def install() -> None:
-    """Make the builtin `local` connection run this interpreter's Python modules in forks."""
-    from ansible.plugins.connection import local
-
-    builtin = local.Connection.exec_command
-    if getattr(builtin, "warm", False):
-        return
-
-    def exec_command(
-        self: Any, cmd: str, in_data: bytes | None = None, sudoable: bool = True
-    ) -> tuple[int, bytes, bytes]:
-        assignments = in_process_command(cmd, sys.executable)
-        if assignments is None or not in_data or (self.become is not None and sudoable):
-            return builtin(self, cmd, in_data=in_data, sudoable=sudoable)
-        # What the builtin does before running anything (connect, display the command).
-        super(local.Connection, self).exec_command(cmd, in_data=in_data, sudoable=sudoable)
-        local.display.vvv(f"EXEC (in-process) {cmd}", host=self._play_context.remote_addr)
-        return run_payload(in_data, assignments)
-
-    exec_command.warm = True  # type: ignore[attr-defined]
-    local.Connection.exec_command = exec_command
 
 
 def in_process_command(cmd: str | bytes, python: str) -> dict[str, str] | None:
@@ -133,7 +109,7 @@ def _payload_child(
         as_new_interpreter()
         os.environ.update(assignments)
         os.environ[IN_PROCESS_ENV] = "1"
-        reread_environment()
+        run_environment.reread()
         with contextlib.suppress(RuntimeError):  # then /proc shows the worker's: same marker
             proctitle.show_as([sys.executable], os.environ)
         sys.argv = ["-"]  # as `python -`; two arguments would select AnsiballZ's debug mode
@@ -142,33 +118,6 @@ def _payload_child(
         exec(compile(payload, "<AnsiballZ>", "exec"), namespace)
 
     run_as_program(module)
-
-
-def run_as_program(program: Callable[[], object]) -> NoReturn:
-    """Run `program` as the whole of a forked child: its `SystemExit` is the exit status, any
-    other exception is printed and exits 1. Never returns: `os._exit`, so nothing
-    of the parent (atexit hooks, buffered output, the event loop) runs again in the child. The
-    atexit hooks the program itself registers do run at its end, as at a new interpreter's exit
-    (Ansible removes its local temporary directory in one)."""
-    code = 1
-    atexit._clear()  # the parent's
-    try:
-        try:
-            program()
-            code = 0
-        except SystemExit as exit_:
-            code = exit_code(exit_)
-    except BaseException:
-        import traceback
-
-        traceback.print_exc()
-    finally:
-        try:
-            atexit._run_exitfuncs()  # prints, as the interpreter does, a hook's exception
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
 
 
 class PayloadFinder(importlib.abc.MetaPathFinder):
@@ -193,52 +142,6 @@ class PayloadFinder(importlib.abc.MetaPathFinder):
             if spec is not None:
                 return spec
         return None
-
-
-def reread_environment() -> None:
-    """Re-read what preloaded modules read from the environment when imported, now that this
-    process has its run's (or task's) environment, as a new interpreter would have read it."""
-    # load_kube_config()'s default file, and the copy kubernetes.config re-exports, which
-    # load_config() looks for before falling back to the in-cluster loader.
-    default = os.environ.get("KUBECONFIG", "~/.kube/config")
-    for name in ("kubernetes.config.kube_config", "kubernetes.config"):
-        if (loaded := sys.modules.get(name)) is not None:
-            setattr(loaded, "KUBE_CONFIG_DEFAULT_LOCATION", default)  # noqa: B010
-    runner_main = sys.modules.get("ansible_runner.__main__")
-    if runner_main is not None:  # defaults of ansible-runner's command line
-        for name, variable in (
-            ("DEFAULT_ROLES_PATH", "ANSIBLE_ROLES_PATH"),
-            ("DEFAULT_RUNNER_BINARY", "RUNNER_BINARY"),
-            ("DEFAULT_RUNNER_PLAYBOOK", "RUNNER_PLAYBOOK"),
-            ("DEFAULT_RUNNER_ROLE", "RUNNER_ROLE"),
-            ("DEFAULT_RUNNER_MODULE", "RUNNER_MODULE"),
-        ):
-            setattr(runner_main, name, os.environ.get(variable))
-
-
-def as_new_interpreter() -> None:
-    """Signal dispositions and sys.std* objects as a new Python has them, in a fresh fork."""
-    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
-        signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), errors="surrogateescape")
-    sys.stdout = io.TextIOWrapper(
-        io.FileIO(1, "w", closefd=False), line_buffering=True, errors="surrogateescape"
-    )
-    sys.stderr = io.TextIOWrapper(
-        io.FileIO(2, "w", closefd=False), line_buffering=True, errors="backslashreplace"
-    )
-
-
-def exit_code(exit_: SystemExit) -> int:
-    """The process exit status `sys.exit()` would give for this SystemExit."""
-    if exit_.code is None:
-        return 0
-    if isinstance(exit_.code, int):
-        return exit_.code
-    print(exit_.code, file=sys.stderr)
-    return 1
 
 
 def _read_both(stdout: int, stderr: int) -> tuple[bytes, bytes]:

@@ -6,23 +6,23 @@ import pickle
 
 import pytest
 from ansible.plugins import loader
-from ansible.release import __version__ as core_version
-from ansible.utils import plugin_docs
+from ansible.utils import plugin_docs as ansible_plugin_docs
 
-from ansible_operator.runner import kept, plugindocs
+from ansible_operator.runner.warm import cachedir, patches
+from ansible_operator.runner.warm.patches import plugin_docs
 
 pytestmark = pytest.mark.skipif(
-    not core_version.startswith("2.18."), reason="2.19 parses plugin docs itself (plugindocs.py)"
+    not patches.tested_here("plugin-docs"), reason="not tested here (patches.PATCHES)"
 )
 DOC = "short_description: a plugin\noptions:\n  colour:\n    default: blue\n"
 
 
 @pytest.fixture
 def installed(tmp_path, monkeypatch):
-    monkeypatch.setattr(kept, "directory", str(tmp_path))
+    monkeypatch.setattr(cachedir, "directory", str(tmp_path))
     monkeypatch.setattr(loader, "AnsibleLoader", loader.AnsibleLoader)
-    monkeypatch.setattr(plugin_docs, "AnsibleLoader", plugin_docs.AnsibleLoader)
-    plugindocs.install()
+    monkeypatch.setattr(ansible_plugin_docs, "AnsibleLoader", ansible_plugin_docs.AnsibleLoader)
+    plugin_docs.install()
     return tmp_path / "plugin-docs"
 
 
@@ -33,7 +33,7 @@ def test_the_first_parse_is_kept_and_later_ones_take_it(installed):
 
     # What a later run gets comes from the kept file: planted data shows through.
     entry.write_bytes(pickle.dumps({"short_description": "planted"}))
-    assert plugin_docs.AnsibleLoader(DOC, file_name="/p/colour.py").get_single_data() == {
+    assert ansible_plugin_docs.AnsibleLoader(DOC, file_name="/p/colour.py").get_single_data() == {
         "short_description": "planted"
     }
 
@@ -56,7 +56,7 @@ def test_other_text_or_another_file_is_parsed_anew(installed):
 
 
 def test_without_a_directory_nothing_is_replaced(monkeypatch):
-    monkeypatch.setattr(kept, "directory", None)
+    monkeypatch.setattr(cachedir, "directory", None)
     before = loader.AnsibleLoader
-    plugindocs.install()
+    plugin_docs.install()
     assert loader.AnsibleLoader is before

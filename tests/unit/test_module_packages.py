@@ -1,4 +1,4 @@
-"""Whether a file the packaging of a kept module read is unchanged (ansiballzcache.unchanged):
+"""Whether a file the packaging of a kept module read is unchanged (module_packages.unchanged):
 by its stat signature when that can be trusted, else by its content."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_operator.runner import ansiballzcache
-from ansible_operator.runner.ansiballzcache import recorded, unchanged
+from ansible_operator.runner.warm.patches import module_packages
+from ansible_operator.runner.warm.patches.module_packages import recorded, unchanged
 
 
 def _sha(data: bytes) -> str:
@@ -23,7 +23,7 @@ def _old(path: Path) -> None:
 
 
 def test_a_file_with_its_recorded_signature_is_not_read(tmp_path, monkeypatch):
-    monkeypatch.setattr(ansiballzcache, "RACY_SECONDS", -60.0)  # trust even a fresh ctime
+    monkeypatch.setattr(module_packages, "RACY_SECONDS", -60.0)  # trust even a fresh ctime
     util = tmp_path / "util.py"
     util.write_bytes(b"A = 1\n")
     path, digest, signature = recorded(str(util), _sha(b"A = 1\n"))
@@ -32,19 +32,19 @@ def test_a_file_with_its_recorded_signature_is_not_read(tmp_path, monkeypatch):
     def no_read(path: str) -> str:
         raise AssertionError("read although its signature is the recorded one")
 
-    monkeypatch.setattr(ansiballzcache, "_digest", no_read)
+    monkeypatch.setattr(module_packages, "_digest", no_read)
     assert unchanged(path, digest, signature)
 
 
 def test_a_changed_size_or_content_is_seen(tmp_path, monkeypatch):
-    monkeypatch.setattr(ansiballzcache, "RACY_SECONDS", -60.0)
+    monkeypatch.setattr(module_packages, "RACY_SECONDS", -60.0)
     util = tmp_path / "util.py"
     util.write_bytes(b"A = 1\n")
     path, digest, signature = recorded(str(util), _sha(b"A = 1\n"))
     util.write_bytes(b"A = 22\n")
     assert not unchanged(path, digest, signature)
     # Same size, its signature not trusted (changed within the racy window): read, and seen.
-    monkeypatch.setattr(ansiballzcache, "RACY_SECONDS", 2.0)
+    monkeypatch.setattr(module_packages, "RACY_SECONDS", 2.0)
     util.write_bytes(b"A = 1\n")
     path, digest, signature = recorded(str(util), _sha(b"A = 1\n"))
     assert signature is None

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ansible_operator.runner import resultwait
+from ansible_operator.runner.warm.patches import result_wait
 
 
 class SpiedEvent(threading.Event):
@@ -28,12 +28,12 @@ class SpiedEvent(threading.Event):
 @pytest.fixture
 def results(monkeypatch):
     """The queue of results this thread's wait is for; the periodic check is 30 s away."""
-    monkeypatch.setattr(resultwait, "WORKER_CHECK", 30.0)
-    queue = resultwait._Arrivals(resultwait.deque())
+    monkeypatch.setattr(result_wait, "WORKER_CHECK", 30.0)
+    queue = result_wait._Arrivals(result_wait.deque())
     queue.arrived = SpiedEvent()
-    resultwait._waiting.results = queue
+    result_wait._waiting.results = queue
     yield queue
-    resultwait._waiting.results = None
+    result_wait._waiting.results = None
 
 
 def test_the_wait_ends_when_a_result_arrives(results):
@@ -42,7 +42,7 @@ def test_the_wait_ends_when_a_result_arrives(results):
         results.append("result")
 
     threading.Thread(target=results_thread, daemon=True).start()
-    resultwait._StrategyClock.sleep(0.001)
+    result_wait._StrategyClock.sleep(0.001)
     assert results.arrived.returned == [True]  # woken by the result, not by the 30 s check
     assert not results.arrived.is_set()  # cleared for the next wait
     assert list(results) == ["result"]
@@ -51,14 +51,14 @@ def test_the_wait_ends_when_a_result_arrives(results):
 def test_a_result_queued_before_the_wait_does_not_wait(results):
     results.append("result")
     results.arrived.clear()  # as after an earlier wait whose pass did not take it yet
-    resultwait._StrategyClock.sleep(0.001)
+    result_wait._StrategyClock.sleep(0.001)
     assert results.arrived.returned == []
 
 
 def test_other_sleeps_of_the_strategy_are_time_sleep(monkeypatch):
     slept: list[float] = []
     monkeypatch.setattr(time, "sleep", slept.append)
-    resultwait._waiting.results = None
-    resultwait._StrategyClock.sleep(0.0001)
+    result_wait._waiting.results = None
+    result_wait._StrategyClock.sleep(0.0001)
     assert slept == [0.0001]
-    assert resultwait._StrategyClock().monotonic is time.monotonic
+    assert result_wait._StrategyClock().monotonic is time.monotonic

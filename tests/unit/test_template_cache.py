@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import marshal
 import os
-from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 from jinja2.utils import pass_context
 
-from ansible_operator.runner import kept, templatecache
+from ansible_operator.runner.warm import cachedir, patches
+from ansible_operator.runner.warm.patches import template_cache
 
-CORE = tuple(int(part) for part in version("ansible-core").split(".")[:2])
 pytestmark = pytest.mark.skipif(
-    CORE >= (2, 19), reason="ansible-core 2.19 has its own templating, left as it is"
+    not patches.tested_here("template-cache"), reason="not tested here (patches.PATCHES)"
 )
 
 
@@ -24,14 +23,14 @@ def templar(tmp_path, monkeypatch):
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import AnsibleEnvironment, Templar
 
-    monkeypatch.setattr(kept, "directory", str(tmp_path))
+    monkeypatch.setattr(cachedir, "directory", str(tmp_path))
     monkeypatch.setattr(AnsibleEnvironment, "compile", AnsibleEnvironment.compile)
-    templatecache.install()
+    template_cache.install()
     return Templar(loader=DataLoader(), variables={"x": 3, "words": ["b", "a"]})
 
 
 def entries(templar) -> list:
-    directory = Path(kept.directory) / "templates"
+    directory = Path(cachedir.directory) / "templates"
     return sorted(directory.iterdir()) if os.path.isdir(directory) else []
 
 
@@ -71,24 +70,24 @@ def test_a_kept_template_is_not_taken_once_its_filter_is_passed_something_else(t
 
 def test_the_compile_settings_are_in_the_key(templar):
     env = templar.environment
-    key = templatecache.template_key(env, "{{ x }}", None, None)
+    key = template_cache.template_key(env, "{{ x }}", None, None)
     assert key is not None
-    assert templatecache.template_key(env, "{{ x }} ", None, None) != key
+    assert template_cache.template_key(env, "{{ x }} ", None, None) != key
     for changed in (
         env.overlay(variable_start_string="[[", variable_end_string="]]"),
         env.overlay(trim_blocks=False),
         env.overlay(keep_trailing_newline=True),
         env.overlay(optimized=False),
     ):
-        assert templatecache.template_key(changed, "{{ x }}", None, None) != key
-    assert templatecache.template_key(env, "{{ x }}", "name", None) != key
+        assert template_cache.template_key(changed, "{{ x }}", None, None) != key
+    assert template_cache.template_key(env, "{{ x }}", "name", None) != key
     # Extensions may parse and generate as they like: such an environment compiles as usual.
     with_do = env.overlay(extensions=["jinja2.ext.do"])
-    assert templatecache.template_key(with_do, "{{ x }}", None, None) is None
+    assert template_cache.template_key(with_do, "{{ x }}", None, None) is None
 
 
 def test_past_the_bound_templates_compile_as_usual(templar, monkeypatch):
-    monkeypatch.setattr(templatecache, "MAX_KEPT", 2)
+    monkeypatch.setattr(template_cache, "MAX_KEPT", 2)
     assert [templar.template(f"{{{{ x * {n} }}}}") for n in range(1, 5)] == ["3", "6", "9", "12"]
     assert len(entries(templar)) == 2
     assert templar.template("{{ x * 4 }}") == "12"

@@ -8,7 +8,7 @@ from unittest import mock
 import pexpect
 import ptyprocess.ptyprocess
 
-from ansible_operator.runner import warmrun
+from ansible_operator.runner.warm.patches import playbook_in_process
 
 
 def closing_pauses(child: pexpect.spawn) -> list[float]:
@@ -18,8 +18,12 @@ def closing_pauses(child: pexpect.spawn) -> list[float]:
     return [call.args[0] for call in sleep.call_args_list]
 
 
+def _never_run(argv: list[str], env: dict[str, str]) -> None:
+    raise AssertionError("only ansible-playbook runs in-process")
+
+
 def test_closing_an_ended_child_does_not_pause():
-    spawn = warmrun._in_process_spawn_class(pexpect.spawn, kind="")
+    spawn = playbook_in_process._in_process_spawn_class(pexpect.spawn, _never_run)
     child = spawn("true")
     child.expect(pexpect.EOF, timeout=60)
     child.wait()
@@ -28,7 +32,7 @@ def test_closing_an_ended_child_does_not_pause():
 
 
 def test_closing_a_running_child_still_gives_it_time_then_stops_it():
-    spawn = warmrun._in_process_spawn_class(pexpect.spawn, kind="")
+    spawn = playbook_in_process._in_process_spawn_class(pexpect.spawn, _never_run)
     child = spawn("sleep", ["600"])
     pauses = closing_pauses(child)
     assert child.ptyproc.delayafterclose in pauses  # the hangup's grace, as pexpect gives it

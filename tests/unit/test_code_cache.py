@@ -7,16 +7,17 @@ import marshal
 import pytest
 from ansible.utils.collection_loader import _collection_finder
 
-from ansible_operator.runner import codecache, kept
+from ansible_operator.runner.warm import cachedir
+from ansible_operator.runner.warm.patches import code_cache
 
 SOURCE = "ANSWER = 42\n"
 
 
 @pytest.fixture
 def kept_compile(tmp_path, monkeypatch):
-    monkeypatch.setattr(kept, "directory", str(tmp_path))
+    monkeypatch.setattr(cachedir, "directory", str(tmp_path))
     monkeypatch.setattr(_collection_finder, "compile", None, raising=False)
-    codecache.install()
+    code_cache.install()
     return _collection_finder.compile, tmp_path / "code"
 
 

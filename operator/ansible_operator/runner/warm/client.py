@@ -1,15 +1,19 @@
 """The warm runner: each run is a fork of a process that has already imported what runs need.
 
 `WarmRunner` is the cold runner (process.py) with one step changed: instead of starting a new
-`ansible-runner` process, it asks a fork server (forkserver.py) to fork one child for the run,
+`ansible-runner` process, it asks a fork server (server.py) to fork one child for the run,
 which calls ansible-runner's entry point in-process with the same arguments, environment and
-working directory (warmrun.py). The input dir, the run lock, the events read from `job_events`,
+working directory (child.py). The input dir, the run lock, the events read from `job_events`,
 the outcome, the timeout and the kill of the whole process tree are the cold runner's own code.
 
 The server is replaced when it dies, when it does not answer a request in time, and after
 `max_runs` runs or once its resident memory passes `max_rss` bytes; a replaced server finishes
 the runs it forked before it exits. A run whose server dies under it is stopped (its processes
 carry the run's marker) and reported as a Failure saying so.
+
+What a warm run changes in other projects' private parts is in patches/, with the releases each
+patch was tested on: the runner turns off those the installed releases were not tested with,
+and runs cold when one it cannot do without is off (`patches_off`, `cold`).
 """
 
 from __future__ import annotations
@@ -28,9 +32,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner import proctitle, proctree, zygote
+from ansible_operator.runner import proctree
 from ansible_operator.runner.process import ColdRunner
 from ansible_operator.runner.types import RunnerError
+from ansible_operator.runner.warm import patches, proctitle, zygote
 
 MAX_RUNS_PER_SERVER = 500
 MAX_SERVER_RSS = 512 * 1024 * 1024
@@ -142,6 +147,7 @@ class ForkServer:
         self.max_rss = max_rss
         self.reply_timeout = reply_timeout
         self.zygote_idle = zygote_idle
+        self.patches_off: list[str] = []  # patches/ that its runs leave off (WarmRunner's)
         self.process: subprocess.Popen[bytes] | None = None
         self.control: socket.socket | None = None
         self.runs = 0  # forked by the current server
@@ -157,11 +163,13 @@ class ForkServer:
         kept_directory = tempfile.mkdtemp(prefix="ansible-operator-kept-")
         command = [
             self.python,
+            "-P",  # not the operator's working directory first on sys.path
             "-m",
-            "ansible_operator.runner.forkserver",
+            "ansible_operator.runner.warm.server",
             str(theirs.fileno()),
             kept_directory,
             str(self.zygote_idle),
+            ",".join(self.patches_off),
         ]
         try:
             with theirs:
@@ -286,29 +294,47 @@ class WarmRunner(ColdRunner):
     """A `Runner` whose runs are forks of a warm fork server; see the module docstring.
 
     Takes the ColdRunner's arguments; `server` is the ForkServer to use (None: a new one whose
-    runs start from `environ`'s settings). Call `close()` when done with it.
+    runs start from `environ`'s settings). `installed` is the release of each project the
+    patches touch (None: this Python's, which the fork server runs). `patches_off` are those of
+    patches/ that stay off, with why; `cold` is whether runs are cold for want of one of them.
+    Call `close()` when done with it.
     """
 
-    def __init__(self, *, server: ForkServer | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        server: ForkServer | None = None,
+        installed: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
+        self.patches_off = patches.check(patches.installed() if installed is None else installed)
+        self.cold = patches.falls_back(self.patches_off)
         self.server = server or ForkServer(self.environ)
+        self.server.patches_off = sorted(self.patches_off)
 
     def start(self) -> None:
-        """Start the fork server ahead of the first run."""
-        self.server.start()
+        """Start the fork server ahead of the first run (none when runs are cold)."""
+        if not self.cold:
+            self.server.start()
 
     def close(self) -> None:
         self.server.close()
 
-    async def _spawn(  # type: ignore[override]
+    async def _spawn(
         self, command: list[str], env: dict[str, str], output_path: Path, marker: str, lock: int
-    ) -> ForkedRun:
-        # Modules reach warmexec.py only when pipelined (their payload on stdin).
+    ) -> Any:
+        if self.cold:
+            return await super()._spawn(command, env, output_path, marker, lock)
+        # Modules reach modules.py only when pipelined (their payload on stdin).
         env = {PIPELINING_ENV: "True", **env}
         with open(output_path, "wb") as output:
             return await self.server.fork(command, env, marker, output.fileno(), lock)
 
     async def _pause(self, proc: Any, timeout: float) -> None:
+        if not isinstance(proc, ForkedRun):
+            await super()._pause(proc, timeout)
+            return
         # The server's end-of-run message wakes the supervision at once.
         await proc.ended(timeout)
 

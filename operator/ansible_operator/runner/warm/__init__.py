@@ -1,0 +1,8 @@
+"""The warm runner: runs forked from a process that has already imported what runs need.
+
+`client` (WarmRunner, in the operator) asks `server` (the fork server) for each run; the run is a
+`child` of it, or of a `zygote` that imported Ansible's controller for its kind of run; module
+tasks on localhost run in forks of their worker (`modules`); `program` makes each fork behave as a
+new interpreter, `proctitle` shows its own command line and environment, `cachedir` holds what
+runs keep for each other. Everything that touches other projects' private parts is in `patches`.
+"""
