@@ -378,3 +378,24 @@ def _voluntary_switches(pid: int) -> int:
         if line.startswith("voluntary_ctxt_switches:"):
             return int(line.split()[1])
     raise AssertionError(f"no context switches in /proc/{pid}/status")
+
+
+def test_an_untested_release_turns_its_patches_off_and_runs_still_work(
+    make_request: MakeRequest,
+) -> None:
+    """A load-bearing patch off (an ansible-runner never tested): runs are cold. A core never
+    tested: runs are forked, but ansible-playbook and its modules are new interpreters."""
+    cold = WarmRunner(installed={**patches.installed(), patches.RUNNER: "9.9.9"})
+    result = run(cold, make_request(role=str(ROLES / "leaker"), skip_facts=True))
+    assert result.ok, result.outcome.failures
+    assert result.outcome.artifact_data["first"]["in_process"] is False
+    assert cold.server.started == 0
+    warm = WarmRunner(installed={**patches.installed(), patches.CORE: "9.9.9"})
+    try:
+        result = run(warm, make_request(role=str(ROLES / "leaker"), skip_facts=True))
+        assert result.ok, result.outcome.failures
+        assert result.outcome.artifact_data["first"]["in_process"] is False
+        assert result.outcome.artifact_data["first"]["controller_loaded"] is False
+        assert warm.server.started == 1
+    finally:
+        warm.server.kill()
