@@ -82,7 +82,7 @@ def test_a_project_not_installed_counts_as_untested() -> None:
 
 def test_the_fork_server_refuses_once_it_imported_what_reads_ansible_settings() -> None:
     server.self_check(["yaml", "ansible.module_utils.basic"])
-    with pytest.raises(SystemExit, match="imported ansible.constants, ansible.plugins.loader"):
+    with pytest.raises(SystemExit, match=r"imported ansible\.constants, ansible\.plugins\.loader"):
         server.self_check(["ansible.constants", "ansible.plugins.loader"])
 
 

@@ -19,14 +19,10 @@ only.
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
-import importlib.machinery
 import os
 import selectors
 import shlex
 import sys
-import zipimport
-from typing import Any
 
 from ansible_operator.runner.warm import proctitle
 from ansible_operator.runner.warm.patches import run_environment
@@ -113,35 +109,27 @@ def _payload_child(
         with contextlib.suppress(RuntimeError):  # then /proc shows the worker's: same marker
             proctitle.show_as([sys.executable], os.environ)
         sys.argv = ["-"]  # as `python -`; two arguments would select AnsiballZ's debug mode
-        sys.meta_path.append(PayloadFinder())
+        _as_in_a_new_interpreter()
         namespace = {"__name__": "__main__", "__builtins__": __builtins__}
         exec(compile(payload, "<AnsiballZ>", "exec"), namespace)
 
     run_as_program(module)
 
 
-class PayloadFinder(importlib.abc.MetaPathFinder):
-    """Finds the `ansible.*` modules only the payload's zip has: a role's `library/` modules and
-    `module_utils/`. The worker's `ansible` package (already imported, from the same install as
-    the payload's) serves the rest; a new interpreter would have taken the whole package from
-    the zip that AnsiballZ puts first on sys.path."""
+def _as_in_a_new_interpreter() -> None:
+    """Leave the module nothing of its worker's that a new interpreter would not have: the
+    collections' code the worker imported (kubernetes.core's pool of API clients with it), the
+    Kubernetes client's default configuration, and Ansible's controller hooks; a role's module
+    utility that shadows one already imported is imported from the payload (patches/module_exec).
+    The worker's descriptors (its sockets) are closed already."""
+    for name in [n for n in sys.modules if n.partition(".")[0] == "ansible_collections"]:
+        del sys.modules[name]
+    configuration = getattr(sys.modules.get("kubernetes.client"), "Configuration", None)
+    if configuration is not None:
+        configuration.set_default(None)
+    from ansible_operator.runner.warm.patches import module_exec
 
-    def find_spec(
-        self, fullname: str, path: Any = None, target: Any = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if not fullname.startswith("ansible."):
-            return None
-        package_dir = fullname.rpartition(".")[0].replace(".", "/")
-        for entry in sys.path:
-            if not entry.endswith(".zip"):
-                continue
-            try:
-                spec = zipimport.zipimporter(f"{entry}/{package_dir}").find_spec(fullname)
-            except zipimport.ZipImportError:
-                continue
-            if spec is not None:
-                return spec
-        return None
+    module_exec.as_module_side()
 
 
 def _read_both(stdout: int, stderr: int) -> tuple[bytes, bytes]:

@@ -112,6 +112,10 @@ def preload() -> None:
     for name in PRELOAD:
         with contextlib.suppress(Exception):  # missing or broken: the run imports it, or fails
             importlib.import_module(name)
+    if patches.on("module-exec"):  # before the config manager's import sets the controller's
+        from ansible_operator.runner.warm.patches import module_exec
+
+        module_exec.keep_module_side()
     patches.install("parsed-yaml")
     self_check()
 

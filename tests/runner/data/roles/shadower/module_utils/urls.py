@@ -1,0 +1,3 @@
+"""The role's own `ansible.module_utils.urls`: in a module, it wins over ansible-core's."""
+
+SHADOWED_BY = "the role"
