@@ -159,14 +159,19 @@ def probe_checked(runner_executable: str, env: Mapping[str, str] | None = None) 
     return dataclasses.replace(found, ansible_names=names, names_problem=problem)
 
 
-def _names_ask(playbook: str) -> list[str]:
-    """The interpreter of `playbook` (its `#!` line), running `_NAMES_PROGRAM`."""
+def script_interpreter(script: str) -> list[str]:
+    """The interpreter command of `script` (its `#!` line); empty if it has none."""
     try:
-        with open(playbook, encoding="utf-8", errors="replace") as script:
-            first = script.readline()
+        with open(script, encoding="utf-8", errors="replace") as opened:
+            first = opened.readline()
     except OSError:
         first = ""
-    interpreter = shlex.split(first[2:]) if first.startswith("#!") else []
+    return shlex.split(first[2:]) if first.startswith("#!") else []
+
+
+def _names_ask(playbook: str) -> list[str]:
+    """The interpreter of `playbook` (its `#!` line), running `_NAMES_PROGRAM`."""
+    interpreter = script_interpreter(playbook)
     return [*(interpreter or ["python3"]), "-c", _NAMES_PROGRAM]
 
 

@@ -121,6 +121,8 @@ class Operator:
             # The Ansible the runs will use, asked once: too old an ansible-core, or one without
             # kubernetes.core, is refused here.
             ansible = versions.probe_checked(chosen.executable, chosen.environ)
+            if isinstance(chosen, WarmRunner):
+                chosen.check_installation(ansible)
             runner = chosen
         elif ansible is None:
             raise ValueError("a runner given without the Ansible versions it runs")

@@ -32,10 +32,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner import proctree
+from ansible_operator.runner import proctree, versions
 from ansible_operator.runner.process import ColdRunner
 from ansible_operator.runner.types import RunnerError
 from ansible_operator.runner.warm import patches, proctitle, zygote
+from ansible_operator.runner.warm.modules import same_python
 
 MAX_RUNS_PER_SERVER = 500
 MAX_SERVER_RSS = 512 * 1024 * 1024
@@ -312,6 +313,26 @@ class WarmRunner(ColdRunner):
         self.cold = patches.falls_back(self.patches_off)
         self.server = server or ForkServer(self.environ)
         self.server.patches_off = sorted(self.patches_off)
+
+    def check_installation(self, ansible: versions.AnsibleVersions) -> None:
+        """Refuse warm runs, in one line, unless the ansible-runner and ansible-playbook that
+        the start-up probe asked (and a cold run would start) run on the fork server's Python:
+        a warm run uses the ansible-runner and ansible-core that Python imports."""
+        if self.cold:
+            return  # cold runs start those very executables
+        for executable in (self.executable, ansible.playbook):
+            command = versions.script_interpreter(executable)
+            if command[:1] and os.path.basename(command[0]) == "env":
+                found = shutil.which(command[1]) if len(command) > 1 else None
+                command = [found] if found else []
+            if not command or not same_python(command[0], self.server.python):
+                runs_on = command[0] if command else "no Python of its own"
+                raise RunnerError(
+                    f"--runner=warm runs Ansible in-process in {self.server.python}, but "
+                    f"{executable} is another installation's (it runs on {runs_on}): install "
+                    "ansible-runner and ansible-core in the operator's Python, or use "
+                    "--runner=cold"
+                )
 
     def start(self) -> None:
         """Start the fork server ahead of the first run (none when runs are cold)."""

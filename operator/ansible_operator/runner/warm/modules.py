@@ -58,12 +58,14 @@ def in_process_command(cmd: str | bytes, python: str) -> dict[str, str] | None:
         if not sep or not name or not set(name) <= _ASSIGNMENT_CHARS or name[0].isdigit():
             return None
         assignments[name] = value
-    if not _same_python(interpreter, python):
+    if not same_python(interpreter, python):
         return None
     return assignments
 
 
-def _same_python(interpreter: str, python: str) -> bool:
+def same_python(interpreter: str, python: str) -> bool:
+    """Whether `interpreter` is `python`: the same file, in the same directory (a venv's python3
+    beside its python, not another venv's)."""
     if not os.path.isabs(interpreter):
         return False
     if os.path.dirname(os.path.abspath(interpreter)) != os.path.dirname(os.path.abspath(python)):
