@@ -19,6 +19,7 @@ _GONE = ("Z", "X", "x")  # zombie or dead: runs nothing any more
 @dataclass(frozen=True)
 class ProcStat:
     state: str  # field 3: R, S, D, Z, ...
+    ppid: int  # field 4: the parent
     pgrp: int  # field 5: the process group
     start_time: int  # field 22: clock ticks after boot
 
@@ -46,7 +47,9 @@ def parse_stat(text: str) -> ProcStat | None:
     """The fields of one ``/proc/<pid>/stat`` line; None when it is cut short."""
     fields = fields_after_name(text)
     try:
-        return ProcStat(state=fields[0], pgrp=int(fields[2]), start_time=int(fields[19]))
+        return ProcStat(
+            state=fields[0], ppid=int(fields[1]), pgrp=int(fields[2]), start_time=int(fields[19])
+        )
     except (IndexError, ValueError):
         return None
 

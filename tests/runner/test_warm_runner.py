@@ -133,15 +133,10 @@ def test_a_run_whose_ansible_worker_is_killed_fails_saying_so_and_the_next_run_w
         os.kill(worker, signal.SIGKILL)  # what the out-of-memory killer does
         return await asyncio.wait_for(task, 300)
 
-    try:
-        result = asyncio.run(main())
-    finally:
-        # The worker's module and its `sleep` outlive the run, in both runners as upstream's:
-        # a run that ends by itself is not swept (an `async` task with `poll: 0` may still run).
-        for leftover in tagged_processes(tag):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(leftover.pid, signal.SIGKILL)
+    result = asyncio.run(main())
     assert not result.ok
+    # Upstream leaves the worker's module and its `sleep` running; here the run's end stops them.
+    assert tagged_processes(tag) == []
     assert "A worker was found in a dead state" in result.outcome.failures[-1].message
     after = run(runner, make_request(playbook=str(PLAYBOOKS / "one_debug.yml")))
     assert after.ok, after.outcome.failures
@@ -399,3 +394,17 @@ def test_an_untested_release_turns_its_patches_off_and_runs_still_work(
         assert warm.server.started == 1
     finally:
         warm.server.kill()
+
+
+def test_only_an_async_job_outlives_its_run(runner: ColdRunner, make_request: MakeRequest) -> None:
+    request = make_request(role=str(ROLES / "async_sleeper"), skip_facts=True)
+    tag = request.extra_env[TAG_ENV]
+    try:
+        assert run(runner, request).ok
+        left = {proc.cmdline for proc in tagged_processes(tag)}
+        assert "sleep 601" in left  # the async job (with its async_wrapper)
+        assert "sleep 602" not in left  # a shell's `&`: the task did not ask Ansible for it
+    finally:
+        for leftover in tagged_processes(tag):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(leftover.pid, signal.SIGKILL)

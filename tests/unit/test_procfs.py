@@ -18,7 +18,7 @@ LINE = (
 
 
 def test_parse_stat_reads_after_the_last_parenthesis() -> None:
-    assert parse_stat(LINE) == ProcStat(state="S", pgrp=4240, start_time=98765)
+    assert parse_stat(LINE) == ProcStat(state="S", ppid=1, pgrp=4240, start_time=98765)
 
 
 @pytest.mark.parametrize(

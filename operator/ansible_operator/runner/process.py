@@ -292,6 +292,10 @@ class ColdRunner:
             if (proc.returncode or 0) < 0 and not timed_out:
                 # Killed by a signal (the OOM killer?): what it started must not outlive it.
                 await proctree.terminate_run(proc.pid, marker, grace=self.kill_grace)
+            elif not timed_out:
+                # Ended by itself: a module left running (its worker killed, its run failed)
+                # must not outlive it either; an `async` task's job is what the task asked for.
+                await proctree.terminate_run(None, marker, grace=self.kill_grace, spare_async=True)
         finally:
             _point_latest(artifacts, request.ident)
         deliver(final=True)

@@ -10,6 +10,11 @@ it is a zombie or has vanished; orphaned zombies stay until init reaps them, so 
 needs an init that reaps (tini, as in upstream's image). Processes are remembered by pid and
 start time, so a recycled pid is never signalled. Without /proc (not Linux) only the process
 group is signalled.
+
+A run that ends by itself is swept too (`sweep_ended_run`): a module whose worker was killed, or
+that a failed run left running, must not outlive its run. Only what a task asked to outlive it
+is spared: an `async` task's job, which Ansible's async_wrapper module daemonizes and runs (the
+wrapper and everything under it).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import time
 from ansible_operator.procfs import PROC, read_stat, start_time
 
 MARKER_ENV = "ANSIBLE_OPERATOR_RUN_ID"
+ASYNC_WRAPPER = b"async_wrapper"  # in the command line of Ansible's runner of `async` jobs
 
 
 def marked_pids(marker: str) -> set[int]:
@@ -72,21 +78,50 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
+def async_jobs(pids: set[int]) -> set[int]:
+    """Those of `pids` that run an `async` task's job: the async_wrapper processes, and their
+    descendants among `pids`."""
+    parents: dict[int, int] = {}
+    jobs: set[int] = set()
+    for pid in pids:
+        stat = read_stat(pid)
+        if stat is not None:
+            parents[pid] = stat.ppid
+        try:
+            if ASYNC_WRAPPER in (PROC / str(pid) / "cmdline").read_bytes():
+                jobs.add(pid)
+        except OSError:
+            continue
+    for pid in pids:
+        seen, up = set(), pid
+        while up in parents and up not in jobs and up not in seen:
+            seen.add(up)
+            up = parents[up]
+        if up in jobs:
+            jobs.add(pid)
+    return jobs
+
+
 class RunProcesses:
-    """The processes of one run: ansible-runner's group (None if not started) and the marked ones.
+    """The processes of one run: ansible-runner's group (None if not started) and the marked ones
+    (less its `async` jobs if `spare_async`).
 
     The group id is safe to signal for as long as its leader, our child, is not reaped.
     """
 
-    def __init__(self, pgid: int | None, marker: str) -> None:
+    def __init__(self, pgid: int | None, marker: str, *, spare_async: bool = False) -> None:
         self.pgid = pgid
         self.marker = marker
+        self.spare_async = spare_async
         self.known: dict[int, int] = {}  # pid -> start time
 
     def scan(self) -> set[int]:
         """Record the marked processes; returns the pids not seen before."""
         new = set()
-        for pid in marked_pids(self.marker):
+        found = marked_pids(self.marker)
+        if self.spare_async:
+            found -= async_jobs(found)
+        for pid in found:
             start = start_time(pid)
             if start is not None and self.known.get(pid) != start:
                 self.known[pid] = start
@@ -135,6 +170,7 @@ async def terminate_run(
     grace: float = 5.0,
     kill_timeout: float = 5.0,
     poll: float = 0.05,
+    spare_async: bool = False,
 ) -> bool:
     """SIGTERM every process of the run, SIGKILL what is left after `grace` seconds.
 
@@ -142,10 +178,12 @@ async def terminate_run(
     waits, the run is SIGKILLed at once before the cancellation propagates.
     """
     loop = asyncio.get_running_loop()
-    run = RunProcesses(pgid, marker)
+    run = RunProcesses(pgid, marker, spare_async=spare_async)
     try:
         deadline = loop.time() + grace
         run.signal(signal.SIGTERM)
+        if not run.alive():
+            return True
         while loop.time() < deadline:
             await asyncio.sleep(poll)
             if not run.alive():
