@@ -5,7 +5,7 @@ a long run's events are never all held in memory) and produces a `RunOutcome` at
 `summarize()` does both for a list. The rules fix upstream's miscounts on purpose: ignored and
 rescued failures are not failures, unreachable hosts are, counts cover every host, and a
 `requeue_after` task only sets the delay instead of cutting the processing short. A failure
-that one of ansible-core 2.19's new rules caused gets core219's explanation as its message.
+that one of ansible-core 2.19's new rules caused gets core_rules' explanation as its message.
 
 Rescue detection: ansible-runner's `runner_on_failed` event does not say whether a block's
 `rescue` caught it. Ansible counts every failure that is not ignored exactly once in the stats
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_operator.gocompat.durations import parse_go_duration
-from ansible_operator.runner import core219
+from ansible_operator.runner import core_rules
 from ansible_operator.runner.output import NoLogOutput, strip_ansi, without_lines
 
 DEFAULT_FAILURE_MESSAGE = "unknown playbook failure"
@@ -219,7 +219,7 @@ def _failed_task(event: Mapping[str, Any]) -> FailedTask:
     data = _event_data(event)
     return FailedTask(
         task=str(data.get("task", "")),
-        message=core219.explain(event) or failure_message(event),
+        message=core_rules.explain(event) or failure_message(event),
         host=str(data.get("host", "")),
         task_path=str(data.get("task_path", "")),
     )

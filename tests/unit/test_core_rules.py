@@ -1,7 +1,7 @@
 """Failures from the new rules of ansible-core 2.19 and 2.21 get a message naming the rule, where,
 and the ways out; on real job events captured from ansible-runner with ansible-core 2.19 (the e2e
 role `legacy`, tests/e2e/roles/legacy, or a one-task role) and 2.21 (a two-task role, the one of
-`loop-result-skipped`), under tests/unit/data/core219/."""
+`loop-result-skipped`), under tests/unit/data/core_rules/."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_operator.runner import core219, summarize
+from ansible_operator.runner import core_rules, summarize
 
-DATA = Path(__file__).parent / "data" / "core219"
+DATA = Path(__file__).parent / "data" / "core_rules"
 
 
 def event(name: str) -> dict:
@@ -20,7 +20,7 @@ def event(name: str) -> dict:
 
 
 def test_a_length_conditional_names_the_rule_the_line_and_the_boolean_to_write():
-    message = core219.explain(event("length-conditional"))
+    message = core_rules.explain(event("length-conditional"))
     assert message is not None
     assert message.startswith(
         "ansible-core 2.19 rule: a conditional must be a boolean "
@@ -33,7 +33,7 @@ def test_a_length_conditional_names_the_rule_the_line_and_the_boolean_to_write()
 
 
 def test_a_string_conditional_from_the_cr_says_where_the_value_comes_from():
-    message = core219.explain(event("string-conditional"))
+    message = core_rules.explain(event("string-conditional"))
     assert message is not None
     assert "(/tmp/cap/roles/strwhen/tasks/main.yml:5)" in message
     assert "`write_settings` gives a str: make it `write_settings | bool`" in message
@@ -41,7 +41,7 @@ def test_a_string_conditional_from_the_cr_says_where_the_value_comes_from():
 
 
 def test_a_failed_when_length_names_its_line_from_the_result():
-    message = core219.explain(event("failed-when-length"))
+    message = core_rules.explain(event("failed-when-length"))
     assert message is not None
     assert message.startswith(
         "ansible-core 2.19 rule: a conditional must be a boolean "
@@ -51,7 +51,7 @@ def test_a_failed_when_length_names_its_line_from_the_result():
 
 
 def test_none_reaching_a_filter_names_the_native_types_rule_and_the_filter():
-    message = core219.explain(event("none-into-indent"))
+    message = core_rules.explain(event("none-into-indent"))
     assert message is not None
     assert message.startswith(
         "ansible-core 2.19 rule: templates keep native types, so a value 2.18 rendered as text"
@@ -66,7 +66,7 @@ def test_none_reaching_a_filter_names_the_native_types_rule_and_the_filter():
 
 
 def test_a_templated_number_refused_by_the_api_names_the_field_and_the_fix():
-    message = core219.explain(event("number-in-configmap"))
+    message = core_rules.explain(event("number-in-configmap"))
     assert message is not None
     assert message.startswith(
         "ansible-core 2.19 rule: templates keep native types, so a templated number "
@@ -89,12 +89,12 @@ def test_a_templated_number_refused_by_the_api_names_the_field_and_the_fix():
 def test_other_failures_are_left_alone(res):
     failed = event("length-conditional")
     failed["event_data"]["res"] = res
-    assert core219.explain(failed) is None
+    assert core_rules.explain(failed) is None
 
 
 def test_the_run_outcome_carries_the_explanation():
     outcome = summarize([event("length-conditional")])
-    assert outcome.failures[0].message == core219.explain(event("length-conditional"))
+    assert outcome.failures[0].message == core_rules.explain(event("length-conditional"))
     assert outcome.failures[0].task == "List the members when there are any"
 
 
@@ -111,11 +111,11 @@ def test_the_run_outcome_carries_the_explanation():
     ],
 )
 def test_the_boolean_to_write_depends_on_the_type_the_condition_gave(expression, type_name, fix):
-    assert core219._boolean_fix(expression, type_name) == fix
+    assert core_rules._boolean_fix(expression, type_name) == fix
 
 
 def test_a_loop_result_read_for_skipped_names_the_2_21_rule_and_the_default_to_write():
-    message = core219.explain(event("loop-result-skipped"))
+    message = core_rules.explain(event("loop-result-skipped"))
     assert message == (
         "ansible-core 2.21 rule: a registered result has a `skipped` key only when something was "
         "skipped; 2.18 to 2.20 also gave a loop's result `skipped: false` "
