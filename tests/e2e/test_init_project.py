@@ -5,7 +5,9 @@ run by the generated Makefile against the local cluster: green."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -159,3 +161,35 @@ def test_a_fresh_project_bundles_into_one_file(tmp_path, monkeypatch, cluster):
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert container["image"] == "registry.example.com/fresh:0.1.0"
     assert "--leader-election-id=fresh-operator" in container["args"]
+
+
+def test_make_install_and_uninstall_apply_and_delete_the_crds_only(tmp_path, monkeypatch, cluster):
+    """operator-sdk's `make install` / `make uninstall`: the project's CRDs on KUBECONFIG's
+    cluster (said first), nothing else of config/."""
+    project = tmp_path / "install-operator"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    group = f"i{uuid.uuid4().hex[:8]}"
+    assert cli.main(["init", "--domain", "example.com"]) == 0
+    assert cli.main(["new-api", "--group", group, "--version", "v1", "--kind", "Thing"]) == 0
+    crd = f"things.{group}.example.com"
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    operator = f"ANSIBLE_OPERATOR={sys.executable} -m ansible_operator.cli"
+
+    def make(target: str) -> str:
+        done = run(["make", "--no-print-directory", target, operator], cwd=project, env=env)
+        return done.stdout + done.stderr
+
+    try:
+        installed = make("install")
+        assert f"cluster: $KUBECONFIG {cluster.kubeconfig}" in installed
+        assert f"customresourcedefinition.apiextensions.k8s.io/{crd} created" in installed
+        assert "deployment" not in installed.lower() and "namespace/" not in installed
+        with cluster.api_client() as api_client:
+            extensions = client.ApiextensionsV1Api(api_client)
+            assert extensions.read_custom_resource_definition(crd).spec.group.startswith(group)
+        uninstalled = make("uninstall")
+        assert f'customresourcedefinition.apiextensions.k8s.io "{crd}" deleted' in uninstalled
+    finally:
+        with cluster.api_client() as api_client:
+            remove_crds(api_client, [crd])
