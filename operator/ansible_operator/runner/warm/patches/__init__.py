@@ -47,7 +47,7 @@ PATCHES = (
         touches=("atexit._clear", "atexit._run_exitfuncs"),
         why="a forked run, zygote or module drops its parent's exit hooks and runs its own, "
         "as a new interpreter would",
-        tested={PYTHON: ("3.11", "3.12")},
+        tested={PYTHON: ("3.12", "3.13")},
         load_bearing=True,
     ),
     Patch(
