@@ -120,11 +120,12 @@ def _payload_child(
 
 def _as_in_a_new_interpreter() -> None:
     """Leave the module nothing of its worker's that a new interpreter would not have: the
-    collections' code the worker imported (kubernetes.core's pool of API clients with it), the
-    Kubernetes client's default configuration, and Ansible's controller hooks; a role's module
-    utility that shadows one already imported is imported from the payload (patches/module_exec).
+    collections' module code the worker imported (kubernetes.core's pool of API clients with
+    it), the Kubernetes client's default configuration, and Ansible's controller hooks; a role's
+    module utility that shadows one already imported is imported from the payload
+    (patches/module_exec).
     The worker's descriptors (its sockets) are closed already."""
-    for name in [n for n in sys.modules if n.partition(".")[0] == "ansible_collections"]:
+    for name in [n for n in sys.modules if _collection_code(n)]:
         del sys.modules[name]
     configuration = getattr(sys.modules.get("kubernetes.client"), "Configuration", None)
     if configuration is not None:
@@ -132,6 +133,16 @@ def _as_in_a_new_interpreter() -> None:
     from ansible_operator.runner.warm.patches import module_exec
 
     module_exec.as_module_side()
+
+
+def _collection_code(name: str) -> bool:
+    """Whether `name` is a collection's module utility or module (its packages, which the
+    collection loader made for the worker and announced to the controller, stay)."""
+    parts = name.split(".")
+    return parts[0] == "ansible_collections" and parts[3:5] in (
+        ["plugins", "module_utils"],
+        ["plugins", "modules"],
+    )
 
 
 def _read_both(stdout: int, stderr: int) -> tuple[bytes, bytes]:
