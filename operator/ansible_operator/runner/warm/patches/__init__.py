@@ -106,7 +106,9 @@ PATCHES = (
         module="module_exec",
         touches=(
             "ansible.plugins.connection.local.Connection.exec_command",
-            "the pipelined module command line and AnsiballZ's zip on sys.path",
+            "the pipelined module command line; AnsiballZ opening its zip with "
+            "zipfile.ZipFile(mode='a') and putting it first on sys.path",
+            "ansible.module_utils._internal's controller hooks (2.19+)",
         ),
         why="a module task on localhost runs in a fork of its worker, not a new interpreter",
         tested={CORE: ("2.18", "2.19", "2.20")},
