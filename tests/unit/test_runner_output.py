@@ -105,5 +105,21 @@ def test_a_run_that_ends_mid_task_hides_that_tasks_display_from_its_message() ->
     assert failure.message == f"{MISSING_STATS_MESSAGE}\nTASK [a]\nKilled"
 
 
+def test_the_fatal_error_that_ended_the_run_stays_in_its_message() -> None:
+    outcome = summarize(
+        [
+            event("playbook_on_task_start", "t1", "TASK [a]"),
+            event("verbose", "t1", "<localhost> EXEC echo s3cret"),
+            event("error", "t1", "ERROR! A worker was found in a dead state"),
+        ],
+        stdout_tail="TASK [a]\n<localhost> EXEC echo s3cret\nERROR! A worker was found in a dead "
+        "state",
+    )
+    [failure] = outcome.failures
+    assert failure.message == (
+        f"{MISSING_STATS_MESSAGE}\nTASK [a]\nERROR! A worker was found in a dead state"
+    )
+
+
 def test_colour_codes_are_removed() -> None:
     assert strip_ansi("\x1b[0;31mfatal\x1b[0m: [\x1b[1mx\x1b[0m]") == "fatal: [x]"

@@ -11,7 +11,9 @@ event of that task is dropped too. A censored result's own output is dropped as 
 censored result, ansible-core 2.19 displays the error it preserved (a `fail` task's message).
 Held events of a task that gets no result (a `meta` task) are released with the run's stats, and
 count as hidden when the run ends without stats (a crash mid-task: nothing says what that task
-was).
+was), except the run's last event when it is an `error`: the fatal error that ended
+ansible-playbook ("A worker was found in a dead state"), which carries the running task's
+context but is Ansible's verdict on the run, not that task's output.
 
 Pure and incremental: one `NoLogOutput` per run and consumer, fed the events in order.
 """
@@ -42,9 +44,11 @@ class NoLogOutput:
         self._lines = lines
         self._hidden_lines: set[bytes] = set()
         self._shown_lines: set[bytes] = set()
+        self._last: Event | None = None
 
     def feed(self, event: Event) -> list[Event]:
         """The events that may be shown now, in order (`event` itself, later, or never)."""
+        self._last = event
         shown = self._feed(event)
         if self._lines:
             self._shown_lines.update(_lines(shown))
@@ -78,7 +82,9 @@ class NoLogOutput:
         that no shown event has (`ok: [localhost]`, a lone `}`): what a dump of the run's stdout
         file must leave out. Digests, not the lines, so the outcome that carries them shows
         nothing of them."""
-        held = [e for events in self._held.values() for e in events]
+        last = self._last
+        fatal = last if last is not None and last.get("event") == "error" else None
+        held = [e for events in self._held.values() for e in events if e is not fatal]
         return frozenset((self._hidden_lines | set(_lines(held))) - self._shown_lines)
 
     def _hide(self, events: Iterable[Event]) -> None:

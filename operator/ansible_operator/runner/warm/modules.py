@@ -1,7 +1,8 @@
 """Module tasks on localhost without a new interpreter: the warm runs' `local` connection.
 
 With pipelining, Ansible runs a Python module on the local connection as `/bin/sh -c '[VAR=value
-...] <python> && sleep 0'` with the AnsiballZ payload on stdin. When `<python>` is this very
+...] <python> && sleep 0'` (ansible-core 2.21 leaves out the `&& sleep 0`) with the AnsiballZ
+payload on stdin. When `<python>` is this very
 interpreter (the inventory's default: Ansible's own Python), the payload runs in a fork of the
 calling Ansible worker instead: that process has imported Ansible and the Kubernetes client.
 Collections' module utilities (kubernetes.core's) are imported in each module's fork, from code
@@ -36,7 +37,8 @@ IN_PROCESS_ENV = "ANSIBLE_OPERATOR_WARM_MODULE"
 def in_process_command(cmd: str | bytes, python: str) -> dict[str, str] | None:
     """The variables to set if `cmd` is a pipelined run of `python`, else None.
 
-    Accepts exactly `/bin/sh -c '[NAME=value ...] <python> && sleep 0'` (any shell path), where
+    Accepts exactly `/bin/sh -c '[NAME=value ...] <python>'`, with or without a trailing
+    `&& sleep 0` (ansible-core 2.20 and older append it, 2.21 no longer does), in any shell, where
     `<python>` names the same file as `python` in the same directory (a venv's python3 beside its
     python, not another venv's).
     """
@@ -49,9 +51,11 @@ def in_process_command(cmd: str | bytes, python: str) -> dict[str, str] | None:
         inner = shlex.split(outer[2])
     except ValueError:
         return None
-    if inner[-3:] != ["&&", "sleep", "0"] or len(inner) < 4:
+    if inner[-3:] == ["&&", "sleep", "0"]:
+        inner = inner[:-3]
+    if not inner:
         return None
-    *assignment_words, interpreter = inner[:-3]
+    *assignment_words, interpreter = inner
     assignments: dict[str, str] = {}
     for word in assignment_words:
         name, sep, value = word.partition("=")

@@ -106,12 +106,13 @@ PATCHES = (
         module="module_exec",
         touches=(
             "ansible.plugins.connection.local.Connection.exec_command",
-            "the pipelined module command line; AnsiballZ opening its zip with "
+            "the pipelined module command line (`&& sleep 0` appended up to 2.20 only); "
+            "AnsiballZ opening its zip with "
             "zipfile.ZipFile(mode='a') and putting it first on sys.path",
             "ansible.module_utils._internal's controller hooks (2.19+)",
         ),
         why="a module task on localhost runs in a fork of its worker, not a new interpreter",
-        tested={CORE: ("2.18", "2.19", "2.20")},
+        tested={CORE: ("2.18", "2.19", "2.20", "2.21")},
     ),
     Patch(
         name="result-wait",
