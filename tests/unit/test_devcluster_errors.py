@@ -66,8 +66,9 @@ def test_bad_feature_gates_are_refused_in_one_line(tmp_path):
     )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
-        "ansible-operator dev-cluster: error: argument --feature-gates: "
-        "'ShardedListAndWatch=yes': expected Name=true or Name=false, comma-separated"
+        "ansible-operator dev-cluster: argument --feature-gates: 'ShardedListAndWatch=yes': "
+        "expected Name=true or Name=false, comma-separated (see ansible-operator dev-cluster "
+        "--help)"
     )
     assert not (tmp_path / "c").exists()  # nothing started, nothing written
 
