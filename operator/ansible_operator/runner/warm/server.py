@@ -315,7 +315,10 @@ def _zygote_process(record: zygote.Record, control: socket.socket) -> None:
         os.closerange(3, control.fileno())
         os.closerange(control.fileno() + 1, os.sysconf("SC_OPEN_MAX"))
         zygote.prepare(record)
-        control.send(b"ready")
+        try:
+            control.send(b"ready")
+        except OSError:  # the server went while this zygote prepared (the operator stopped)
+            return
         Server(control, zygotes=False).serve()
 
     run_as_program(zygote_program)  # its own atexit hooks (its local temporary directory) run
