@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from ansible_operator import cli
 from ansible_operator.devcluster import binaries, target
@@ -78,26 +77,6 @@ def test_a_kubectl_on_path_before_the_cache(tmp_path):
     assert binaries.kubectl(cache) == cached
     on_path = executable(tmp_path / "bin" / "kubectl")
     assert binaries.kubectl(cache) == on_path
-
-
-def test_bundle_needs_a_kubectl_not_the_control_plane(tmp_path, monkeypatch):
-    """Only a kubectl on PATH, an empty cache: `make bundle`'s command renders config/default."""
-    try:
-        real = binaries.kubectl()
-    except binaries.BinariesError:
-        pytest.skip("no kubectl on this machine")
-    (tmp_path / "bin").mkdir()
-    (tmp_path / "bin" / "kubectl").symlink_to(real)
-    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty-cache"))
-    monkeypatch.delenv(binaries.BIN_DIR_ENV, raising=False)
-    project = tmp_path / "op"
-    project.mkdir()
-    monkeypatch.chdir(project)
-    assert cli.main(["init", "--domain", "example.com"]) == 0
-    assert cli.main(["dev-image", "bundle", "--tag", "registry.example.com/op:1"]) == 0
-    kinds = [d["kind"] for d in yaml.safe_load_all((project / "dist/install.yaml").read_text())]
-    assert "Deployment" in kinds
 
 
 def test_dev_run_uses_kubeconfig_s_cluster_and_says_so(tmp_path):
