@@ -33,13 +33,14 @@ class ReservedVariableError(SpecError):
     """A spec key that would set one of Ansible's own variables (see `core.reserved_vars`)."""
 
 
-def check_reserved(spec: Any, watch: Watch) -> None:
-    """Raise ReservedVariableError when a top-level key of `spec` becomes an `ansible_*`
-    variable that `watch` does not allow by name."""
+def check_reserved(spec: Any, watch: Watch) -> list[reserved_vars.SpecVariable]:
+    """The variables the top-level keys of `spec` become; ReservedVariableError when one is an
+    `ansible_*` variable that `watch` does not allow by name."""
     variables = reserved_vars.spec_variables(spec, snake_case=watch.snake_case_parameters)
     refused = reserved_vars.refused(variables, watch.allow_reserved_vars)
     if refused:
         raise ReservedVariableError(reserved_vars.refusal_message(refused))
+    return variables
 
 
 def too_deep(value: Any, limit: int, path: str = "spec") -> str | None:

@@ -140,15 +140,12 @@ class Reconciler:
         """No run for a spec that would set Ansible's own variables: a Failure and a Warning
         Event that name them, and no retry until the object changes (TerminalError)."""
         try:
-            check_reserved(obj.get("spec"), self.watch)
+            spec_vars = check_reserved(obj.get("spec"), self.watch)
         except ReservedVariableError as err:
             reason = conditions.REASON_RESERVED_VARIABLE
             await status.error(str(err), reason=reason)
             await self.events.failed(obj, str(err), reason=reason)
             raise TerminalError(str(err)) from None
-        spec_vars = reserved_vars.spec_variables(
-            obj.get("spec"), snake_case=self.watch.snake_case_parameters
-        )
         for shadow in reserved_vars.shadowing(spec_vars, self.ansible_names):
             if shadow.variable not in self._shadowing_warned:
                 self._shadowing_warned.add(shadow.variable)
