@@ -168,12 +168,13 @@ def test_the_books_conversion_both_ways() -> None:
 
 def _nginx() -> conversion.KindConversion:
     spec = yaml.safe_load((ROOT / "roles/nginx/meta/argument_specs.yml").read_text())
-    return conversion.load(
-        ROOT / "roles/nginx/meta/conversion.yml",
+    return conversion.parse(
+        yaml.safe_load((ROOT / "roles/nginx/meta/conversion.yml").read_text()),
         group="operator.example.com",
         kind="NginxOperator",
         hub="v1alpha2",
         hub_options=spec["argument_specs"]["main"]["options"],
+        where="conversion.yml",
     )
 
 

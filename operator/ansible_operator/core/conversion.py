@@ -15,7 +15,7 @@ annotation, so a round trip through any version loses nothing (Kubernetes' rule 
 changes, met the way kubebuilder's conversions meet it). A declaration that names a field that
 neither schema has, or maps that no annotation could make reversible (two fields onto one, an
 int onto a string, a field in both versions with two shapes and no map), is refused in one line.
-Everything here is pure: data in, data out.
+Everything here is pure: data in, data out (``role_api`` reads the files).
 """
 
 from __future__ import annotations
@@ -26,23 +26,43 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 ANNOTATION_PREFIX = "conversion.ansible-operator.io/"
+FILE = "meta/conversion.yml"  # in the role a watch names
 _SCALARS = {"str": "str", "path": "str", "sid": "str", "int": "int", "float": "float"}
 _SCALARS |= {"bool": "bool", "bytes": "int-or-string", "bits": "int-or-string"}
 _ANY = ("raw", "json", "jsonarg")
 _SEGMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)(\[(\d+)\])?$")
-_VERSION = re.compile(r"^v\d+((alpha|beta)\d+)?$")
+_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 _ENTRY_KEYS = ("from", "to", "default")
 _VERSION_KEYS = ("name", "options", "fields")
 
 
 class ConversionError(Exception):
     """A conversion file the user must fix; one line naming the file and the entry."""
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """Kubernetes' version order as a sort key (GA > beta > alpha, then by number)."""
+    m = _VERSION.match(version)
+    if not m:
+        return (0, 0, 0, version)
+    stage = {"alpha": 1, "beta": 2, None: 3}[m.group(2)]
+    return (stage, int(m.group(1)), int(m.group(3) or 0), "")
+
+
+def watched_versions(gvks: Sequence[tuple[str, str, str]]) -> dict[tuple[str, str], str]:
+    """For each (group, kind) among `gvks` (group, version, kind), the one version the operator
+    watches: the highest, which `generate crds` makes the storage version. Every served version
+    shows every CR, so two watches of one kind would run two roles for each of them (upstream's
+    ansible-operator-plugins #154); a kind with a conversion file has one watch, its hub."""
+    chosen: dict[tuple[str, str], str] = {}
+    for group, version, kind in gvks:
+        best = chosen.get((group, kind))
+        if best is None or version_priority(version) > version_priority(best):
+            chosen[(group, kind)] = version
+    return chosen
 
 
 # --- shapes: what a version's spec can hold ---------------------------------------------------
@@ -188,29 +208,6 @@ class KindConversion:
     @property
     def versions(self) -> list[str]:
         return [self.hub, *self.spokes]
-
-
-def load(
-    path: str | Path,
-    *,
-    group: str,
-    kind: str,
-    hub: str,
-    hub_options: Any,
-    camel: bool = True,
-    shown: str | None = None,
-) -> KindConversion:
-    """Read and check a conversion file; ConversionError names the file and the entry."""
-    where = shown or str(path)
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConversionError(f"{where}: cannot read: {err.strerror or err}") from None
-    except (UnicodeDecodeError, yaml.YAMLError) as err:
-        raise ConversionError(f"{where}: cannot read: {' '.join(str(err).split())}") from None
-    return parse(
-        data, group=group, kind=kind, hub=hub, hub_options=hub_options, camel=camel, where=where
-    )
 
 
 def parse(

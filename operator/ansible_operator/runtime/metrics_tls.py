@@ -18,6 +18,7 @@ import ipaddress
 import ssl
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,8 +104,9 @@ def _load(context: ssl.SSLContext, cert: Path, key: Path) -> None:
         ) from None
 
 
-def self_signed_pair(host: str = "localhost") -> tuple[bytes, bytes]:
-    """A PEM certificate and key for ``host`` and 127.0.0.1, valid for a year."""
+def self_signed_pair(host: str = "localhost", names: Sequence[str] = ()) -> tuple[bytes, bytes]:
+    """A PEM certificate and key for ``host``, 127.0.0.1 and ``names``, valid for a year (its
+    own CA: a client trusts it by having it, as the API server does a webhook's caBundle)."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{host}@{int(time.time())}")])
     now = datetime.datetime.now(datetime.UTC)
@@ -118,7 +120,11 @@ def self_signed_pair(host: str = "localhost") -> tuple[bytes, bytes]:
         .not_valid_after(now + datetime.timedelta(days=365))
         .add_extension(
             x509.SubjectAlternativeName(
-                [x509.DNSName(host), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                [
+                    x509.DNSName(host),
+                    *(x509.DNSName(name) for name in names),
+                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                ]
             ),
             critical=False,
         )

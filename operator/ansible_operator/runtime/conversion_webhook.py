@@ -1,0 +1,289 @@
+"""The conversion webhook: ``/convert`` on HTTPS, answering the API server's ConversionReviews.
+
+When a watched kind's role declares other served versions (``meta/conversion.yml``), the API
+server calls this endpoint to convert its objects between them (apiextensions.k8s.io/v1
+``ConversionReview``), and ``core.conversion`` does the work. The certificate is ``tls.crt`` and
+``tls.key`` from ``--webhook-cert-dir`` when they are there (cert-manager's, whose CA injector
+fills the CRD's ``caBundle``); otherwise the operator makes its own, for the Service the CRD
+names and for loopback, and writes its CA into each CRD's ``conversion.webhook.clientConfig``
+itself (which needs ``patch`` on those CRDs). Bound to a loopback address, the API server can
+only be on this machine (the local cluster), so the CRD is pointed at this server's URL rather
+than its Service; while another operator's URL answers it is left alone, and the operator
+looks again every ``KEEP_INTERVAL`` seconds, taking the CRD over when that one has stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import ipaddress
+import json
+import logging
+import ssl
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from ansible_operator.core.conversion import KindConversion, convert
+from ansible_operator.kube.client import ApiError, KubeClient, Unreachable
+from ansible_operator.runtime.metrics import parse_bind_address
+from ansible_operator.runtime.metrics_tls import CERT_NAME, KEY_NAME, self_signed_pair
+
+log = logging.getLogger("conversion")
+
+KEEP_INTERVAL = 10.0
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
+
+
+class WebhookError(Exception):
+    """The webhook cannot start; one line."""
+
+
+def default_cert_dir() -> Path:
+    """controller-runtime's webhook certificate directory."""
+    return Path(tempfile.gettempdir()) / "k8s-webhook-server" / "serving-certs"
+
+
+def review_response(review: Any, conversions: Mapping[tuple[str, str], KindConversion]) -> dict:
+    """The ConversionReview answering `review`: every object converted, or a Failure saying
+    why (the API server then fails the request that needed it, with that message)."""
+    request = review.get("request") if isinstance(review, dict) else None
+    if not isinstance(request, dict):
+        raise ValueError("not a ConversionReview: no request")
+    uid = request.get("uid", "")
+    desired = str(request.get("desiredAPIVersion", ""))
+    group, _, version = desired.rpartition("/")
+    converted = []
+    try:
+        for obj in request.get("objects") or []:
+            kind = obj.get("kind", "") if isinstance(obj, dict) else ""
+            conversion = conversions.get((group, kind))
+            if conversion is None:
+                raise ValueError(f"{kind}.{group} has no conversion here")
+            converted.append(convert(obj, version, conversion))
+    except ValueError as err:
+        result: dict[str, Any] = {"status": "Failure", "message": str(err)}
+        response: dict[str, Any] = {"uid": uid, "result": result}
+    else:
+        response = {"uid": uid, "result": {"status": "Success"}, "convertedObjects": converted}
+    return {"apiVersion": REVIEW_API_VERSION, "kind": "ConversionReview", "response": response}
+
+
+class ConversionWebhook:
+    """The HTTPS server and the CRDs' client configuration it needs."""
+
+    def __init__(
+        self,
+        conversions: Sequence[KindConversion],
+        *,
+        client: KubeClient,
+        bind_address: str,
+        cert_dir: str,  # "": controller-runtime's default, where a missing pair means our own
+        registry: CollectorRegistry,
+    ) -> None:
+        self.conversions = {(c.group, c.kind): c for c in conversions}
+        self.client = client
+        try:
+            at = parse_bind_address(bind_address)
+        except ValueError as err:
+            raise WebhookError(f"--webhook-bind-address: {err}") from None
+        if at is None:
+            kinds = ", ".join(f"{c.kind}.{c.group}" for c in conversions)
+            raise WebhookError(
+                f"--webhook-bind-address=0, but {kinds} declare(s) a conversion that the API "
+                "server calls this operator for"
+            )
+        self.host, self.port = at
+        self.cert_dir = cert_dir
+        self.ca_pem: bytes | None = None  # None: the certificate is not ours (cert-manager's)
+        self._runner: web.AppRunner | None = None
+        self._keeping: asyncio.Task[None] | None = None
+        self._crd_names: list[str] = []
+        self._source = ""
+        self.reviews = Counter(
+            "ansible_operator_conversion_reviews",
+            "ConversionReviews answered, by kind and result (Success or Failure).",
+            ["kind", "result"],
+            registry=registry,
+        )
+        self.seconds = Histogram(
+            "ansible_operator_conversion_review_seconds",
+            "Time to answer one ConversionReview.",
+            registry=registry,
+        )
+
+    @property
+    def loopback(self) -> bool:
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return self.host == "localhost"
+
+    def url(self) -> str:
+        return f"https://{'127.0.0.1' if self.loopback else self.host}:{self.port}/convert"
+
+    async def start(self) -> None:
+        crds = {key: await self._crd(c) for key, c in self.conversions.items()}
+        context = self._tls(crds.values())
+        app = web.Application(client_max_size=64 * 2**20)
+        app.router.add_post("/convert", self._convert)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=context)
+        try:
+            await site.start()
+        except OSError as err:
+            await self._runner.cleanup()
+            raise WebhookError(
+                f"conversion webhook: cannot listen on {self.host}:{self.port}: {err.strerror}"
+            ) from None
+        if self.port == 0:
+            self.port = int(self._runner.addresses[0][1])
+        log.info("Serving conversion", extra={"url": self.url(), "certificate": self._source})
+        self._crd_names = [str(crd["metadata"]["name"]) for crd in crds.values()]
+        for name in self._crd_names:
+            await self._keep(name)
+        if self.ca_pem is not None and self.loopback:
+            self._keeping = asyncio.create_task(self._keep_all())
+
+    async def stop(self) -> None:
+        if self._keeping is not None:
+            self._keeping.cancel()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _crd(self, conversion: KindConversion) -> dict[str, Any]:
+        name = f"{conversion.kind}.{conversion.group}"
+        found = await self.client.get(CRD_PATH)
+        for crd in found.get("items") or []:
+            spec = crd.get("spec") or {}
+            if (
+                spec.get("group") == conversion.group
+                and (spec.get("names") or {}).get("kind") == conversion.kind
+            ):
+                strategy = (spec.get("conversion") or {}).get("strategy")
+                if strategy != "Webhook":
+                    raise WebhookError(
+                        f"the CRD of {name} has conversion strategy {strategy or 'None'}, not "
+                        f"Webhook: run 'ansible-operator generate crds' and apply it"
+                    )
+                return dict(crd)
+        raise WebhookError(f"{name}: no CRD in the cluster (apply config/crd first)")
+
+    def _tls(self, crds: Any) -> ssl.SSLContext:
+        directory = Path(self.cert_dir) if self.cert_dir else default_cert_dir()
+        cert, key = directory / CERT_NAME, directory / KEY_NAME
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        if cert.exists() and key.exists():
+            self._source = str(directory)
+        elif self.cert_dir:
+            missing = cert if not cert.exists() else key
+            raise WebhookError(f"--webhook-cert-dir: {missing} does not exist")
+        else:
+            names = []
+            for crd in crds:
+                service = _client_config(crd).get("service") or {}
+                if service.get("name") and service.get("namespace"):
+                    names.append(f"{service['name']}.{service['namespace']}.svc")
+            cert_pem, key_pem = self_signed_pair("localhost", names=names)
+            self.ca_pem, self._source = cert_pem, "self-signed"
+            scratch = tempfile.TemporaryDirectory(prefix="webhook-cert-")
+            with scratch:
+                cert, key = Path(scratch.name) / CERT_NAME, Path(scratch.name) / KEY_NAME
+                cert.write_bytes(cert_pem)
+                key.write_bytes(key_pem)
+                context.load_cert_chain(cert, key)
+            return context
+        try:
+            context.load_cert_chain(cert, key)
+        except (OSError, ssl.SSLError) as err:
+            raise WebhookError(f"cannot load the webhook certificate {cert}: {err}") from None
+        return context
+
+    async def _keep_all(self) -> None:
+        while True:
+            await asyncio.sleep(KEEP_INTERVAL)
+            for name in self._crd_names:
+                try:
+                    await self._keep(name)
+                except (ApiError, Unreachable) as err:
+                    log.warning(f"Conversion webhook: cannot check the CRD: {err}")
+
+    async def _keep(self, crd_name: str) -> None:
+        """Point the CRD's webhook at this server when it is our certificate: the CA bundle,
+        and on loopback the URL, unless another operator's URL answers there."""
+        if self.ca_pem is None:
+            return
+        crd = await self.client.get(f"{CRD_PATH}/{crd_name}")
+        current = _client_config(crd)
+        ours: dict[str, Any] = {"caBundle": base64.b64encode(self.ca_pem).decode()}
+        if self.loopback:
+            ours["url"] = self.url()
+        elif "service" in current:
+            ours["service"] = current["service"]
+        if current == ours:
+            return
+        if self.loopback and current.get("url") and await _answers(current):
+            return
+        patch = {"spec": {"conversion": {"webhook": {"clientConfig": ours}}}}
+        if "service" in current and "service" not in ours:
+            patch["spec"]["conversion"]["webhook"]["clientConfig"]["service"] = None
+        if "url" in current and "url" not in ours:
+            patch["spec"]["conversion"]["webhook"]["clientConfig"]["url"] = None
+        await self.client.request(
+            "PATCH",
+            f"{CRD_PATH}/{crd_name}",
+            body=patch,
+            content_type="application/merge-patch+json",
+        )
+        log.info("CRD's conversion webhook set", extra={"crd": crd_name, **_shown(ours)})
+
+    async def _convert(self, request: web.Request) -> web.Response:
+        started = time.monotonic()
+        try:
+            review = await request.json()
+            answer = review_response(review, self.conversions)
+        except (ValueError, json.JSONDecodeError) as err:
+            return web.Response(status=400, text=f"bad ConversionReview: {err}")
+        response = answer["response"]
+        kinds = {o.get("kind", "") for o in review["request"].get("objects") or []}
+        status = response["result"]["status"]
+        for kind in kinds or {""}:
+            self.reviews.labels(kind, status).inc()
+        if status != "Success":
+            log.warning(f"Conversion failed: {response['result']['message']}")
+        self.seconds.observe(time.monotonic() - started)
+        return web.json_response(answer)
+
+
+def _client_config(crd: Mapping[str, Any]) -> dict[str, Any]:
+    spec = crd.get("spec") or {}
+    webhook = (spec.get("conversion") or {}).get("webhook") or {}
+    return dict(webhook.get("clientConfig") or {})
+
+
+def _shown(config: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in config.items() if k != "caBundle"}
+
+
+async def _answers(config: Mapping[str, Any]) -> bool:
+    """Whether the URL in a CRD's client configuration completes a TLS handshake with its CA."""
+    url = urlsplit(str(config["url"]))
+    try:
+        ca = base64.b64decode(config.get("caBundle") or "").decode()
+        context = ssl.create_default_context(cadata=ca) if ca else ssl.create_default_context()
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(url.hostname, url.port or 443, ssl=context), timeout=2
+        )
+    except (OSError, ssl.SSLError, TimeoutError, ValueError):
+        return False
+    writer.close()
+    return True
