@@ -17,10 +17,10 @@ from typing import Any, NoReturn
 
 from ansible_operator import __version__, completion
 from ansible_operator.dev import command as dev_command
+from ansible_operator.devcluster import bundle_validator, image_command
 from ansible_operator.devcluster import command as devcluster_command
-from ansible_operator.devcluster import image_command
 from ansible_operator.runner import RunnerError, find_ansible_runner, versions
-from ansible_operator.scaffold import generate, source
+from ansible_operator.scaffold import generate, olm, source
 from ansible_operator.scaffold import init as init_command
 from ansible_operator.scaffold import new_api as newapi
 
@@ -75,9 +75,10 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
     ("dev-image", "podman"): ["ansible-operator dev-image podman -- images"],
     ("dev-image", "deploy"): ["ansible-operator dev-image deploy --tag controller:latest"],
     ("dev-image", "undeploy"): ["ansible-operator dev-image undeploy --tag controller:latest"],
-    ("dev-image", "bundle"): [
-        "ansible-operator dev-image bundle --tag registry.example.com/op:0.1.0",
-        "kubectl apply -f dist/install.yaml",
+    ("dev-image", "render"): [
+        "ansible-operator dev-image render --tag registry.example.com/op:0.1.0 "
+        "--output dist/install.yaml",
+        "ansible-operator dev-image render --config manifests | ansible-operator generate bundle",
     ],
     ("dev-image", "wheel"): ["ansible-operator dev-image wheel --output dist"],
     ("dev", "run"): ["ansible-operator dev run", "ansible-operator dev run --namespace demo"],
@@ -101,6 +102,15 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
     ("generate", "crds"): [
         "ansible-operator generate crds",
         "ansible-operator generate crds --check",
+    ],
+    ("generate", "kustomize", "manifests"): ["ansible-operator generate kustomize manifests"],
+    ("generate", "bundle"): [
+        "ansible-operator dev-image render --config manifests --tag registry.example.com/op:0.1.0"
+        " | ansible-operator generate bundle --version 0.1.0 --channels alpha",
+    ],
+    ("bundle", "validate"): [
+        "ansible-operator bundle validate ./bundle",
+        "ansible-operator bundle validate ./bundle --select-optional suite=operatorframework",
     ],
 }
 
@@ -211,7 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     dev_command.add_parser(subparsers)
     init_command.add_parser(subparsers)
     newapi.add_parser(subparsers)
-    generate.add_parser(subparsers)
+    olm.add_parsers(generate.add_parser(subparsers))
+    bundle_validator.add_parser(subparsers)
     _with_examples(parser)
     return parser
 

@@ -147,14 +147,15 @@ def test_init_new_api_role_crds_and_molecule_from_the_wheel(venv, cluster, tmp_p
                     raise
 
 
-def test_a_fresh_project_bundles_into_one_file(tmp_path, monkeypatch, cluster):
+def test_a_fresh_project_builds_its_installer(tmp_path, monkeypatch, cluster):
     """Before any kind: config/default renders (kustomize accepts the empty kustomizations),
     with the image named and the project's namespace."""
     project = tmp_path / "fresh-operator"
     project.mkdir()
     monkeypatch.chdir(project)
     assert cli.main(["init", "--domain", "example.com"]) == 0
-    assert cli.main(["dev-image", "bundle", "--tag", "registry.example.com/fresh:0.1.0"]) == 0
+    argv = ["dev-image", "render", "--tag", "registry.example.com/fresh:0.1.0"]
+    assert cli.main([*argv, "--output", "dist/install.yaml"]) == 0
     docs = list(yaml.safe_load_all((project / "dist/install.yaml").read_text()))
     (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
     assert deployment["metadata"]["namespace"] == "fresh-operator-system"

@@ -1,6 +1,6 @@
 """Which cluster `make run`, `install` and `deploy` use (the user's, as operator-sdk's, else the
-local one, said first); `bundle` and `deploy` need a kubectl, not the control plane; `make help`
-shows values, not variables."""
+local one, said first); `build-installer` and `deploy` need a kubectl, not the control plane;
+`make help` shows values, not variables."""
 
 from __future__ import annotations
 
@@ -122,7 +122,8 @@ def test_make_help_shows_values(tmp_path, monkeypatch):
     assert cli.main(["init", "--domain", "example.com", "--project-name", "op"]) == 0
     shown = make(tmp_path, "help", "IMG=registry.example.com/op:2")
     assert "$(" not in shown and "$$" not in shown
-    assert "bundle                 config/default with registry.example.com/op:2" in shown
+    assert "build-installer        config/default with registry.example.com/op:2" in shown
+    assert "bundle-build           build the bundle image controller-bundle:v0.0.1" in shown
     for name in ("install", "uninstall", "run", "deploy"):
         assert f"\n{name} " in shown
     assert "$(" not in make(REPO, "help")

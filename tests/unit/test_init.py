@@ -27,6 +27,18 @@ LINKED = {
     "Dockerfile": "Dockerfile",
     ".dockerignore": "dot-dockerignore",
 }
+# config/manifests/bases (the base ClusterServiceVersion) is the project's own: `generate
+# kustomize manifests` writes it.
+GENERIC_CONFIG = (
+    "default",
+    "ha",
+    "manager",
+    "manifests",
+    "prometheus",
+    "rbac",
+    "scorecard",
+    "testing",
+)
 SHARED = [
     "PROJECT",
     ".gitignore",
@@ -36,9 +48,9 @@ SHARED = [
     "config/samples/kustomization.yaml",
     *(
         str(p.relative_to(REPO))
-        for d in ("default", "ha", "manager", "prometheus", "rbac", "testing")
+        for d in GENERIC_CONFIG
         for p in sorted((REPO / "config" / d).iterdir())
-        if p.name != "role.yaml"
+        if p.is_file() and p.name != "role.yaml"
     ),
     *(f"molecule/common/{p.name}" for p in sorted((REPO / "molecule/common").iterdir())),
 ]
@@ -97,7 +109,8 @@ def test_a_project_with_every_file(empty, capsys):
             list(yaml.safe_load_all(text))
     assert yaml.safe_load((empty / "watches.yaml").read_text()) is None
     makefile = (empty / "Makefile").read_text()
-    for target in ("run", "test", "molecule", "image", "deploy", "undeploy", "bundle", "help"):
+    targets = ("run", "test", "molecule", "image", "deploy", "undeploy", "build-installer", "help")
+    for target in (*targets, "bundle", "bundle-build", "bundle-push"):
         assert f"\n{target}:" in makefile, target
     assert "ansible-operator-py==" in (empty / "Dockerfile").read_text()
     assert not [p for p in empty.iterdir() if p.name.startswith(".init-")], "staging left"

@@ -231,7 +231,7 @@ def _build_commands(name: str, out: Path) -> list[str]:
     ]
 
 
-def _run_with_ticker(
+def run_with_ticker(
     cmd: list[str], cwd: Path, env: dict[str, str], label: str, progress: Progress | None
 ) -> tuple[int, str]:
     started = time.monotonic()
@@ -281,7 +281,7 @@ def build(
         for index, name in enumerate(names, 1):
             _say(progress, f"building {name} ({index}/{len(names)}) from Go modules...")
             started = time.monotonic()
-            rc, output = _run_with_ticker(_build_commands(name, out), module, env, name, progress)
+            rc, output = run_with_ticker(_build_commands(name, out), module, env, name, progress)
             if rc != 0:
                 last = output.splitlines()[-1] if output else f"exit code {rc}"
                 raise BinariesError(f"building {name} failed ({last}); " + _how_to_provide([name]))

@@ -191,15 +191,17 @@ def build(
     tag: str,
     build_args: Mapping[str, str] | None = None,
     progress: Progress = _no_progress,
+    file: str = "Dockerfile",
 ) -> float:
-    """Build the Dockerfile in ``context`` as ``tag``; the seconds it took."""
-    dockerfile = context / "Dockerfile"
+    """Build ``file`` (in ``context``) as ``tag``; the seconds it took. An image FROM scratch
+    (the OLM bundle's bundle.Dockerfile) needs no base image."""
+    dockerfile = context / file
     if not dockerfile.is_file():
         raise ImageError(f"{dockerfile}: no such file")
-    ensure_base(
-        podman, (build_args or {}).get("PYTHON_IMAGE") or dockerfile_base(dockerfile), progress
-    )
-    argv = ["build", "--pull=never", "--network=host", "--tag", tag]
+    if not re.search(r"^FROM scratch\s*$", dockerfile.read_text(), re.M):
+        base = (build_args or {}).get("PYTHON_IMAGE") or dockerfile_base(dockerfile)
+        ensure_base(podman, base, progress)
+    argv = ["build", "--pull=never", "--network=host", "--tag", tag, "--file", str(dockerfile)]
     for limit in ulimits():
         argv += ["--ulimit", limit]
     if CA_BUNDLE.exists():  # pip inside a RUN step trusts what the host trusts; not kept

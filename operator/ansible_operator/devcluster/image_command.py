@@ -5,7 +5,9 @@ Dockerfile's base image from Debian's mirror once, and builds the image into a p
 ``podman -- ARGS`` runs podman on that store with this machine's settings (run, save, push...).
 ``deploy`` and ``undeploy`` apply and delete ``config/default`` (or ``--config``) with the image
 named, through kubectl, on the cluster ``target.choose`` picks, which they name; they and
-``bundle`` need a kubectl (PATH's, else the cache's), not the control plane.
+``render`` (the manifests in one file or on standard output: ``make build-installer``, and
+``config/manifests`` for ``make bundle``) need a kubectl (PATH's, else the cache's), not the
+control plane.
 User errors end in one line and exit code 1.
 """
 
@@ -39,6 +41,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--tag", default="controller:latest", help="the image name (IMG)")
     build.add_argument("--context", type=Path, default=Path("."), help="the project directory")
     build.add_argument(
+        "--file", default="Dockerfile", help="the Dockerfile, in the context (default: %(default)s)"
+    )
+    build.add_argument(
         "--build-arg", type=_build_arg, action="append", default=[], metavar="KEY=VALUE"
     )
     build.set_defaults(handler=_build)
@@ -62,15 +67,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "~/.kube/config, else the local dev cluster)",
         )
         sub.set_defaults(handler=_deploy)
-    bundle = actions.add_parser(
-        "bundle", help="config/default with the image named, in one file to kubectl apply -f"
+    render = actions.add_parser(
+        "render", help="config/default (or --config) with the image named, in one file"
     )
-    bundle.add_argument("--tag", default="controller:latest", help="the image name (IMG)")
-    bundle.add_argument("--project", type=Path, default=Path("."), help="the project directory")
-    bundle.add_argument(
-        "--output", type=Path, default=Path("dist/install.yaml"), help="default: %(default)s"
+    render.add_argument("--tag", default="controller:latest", help="the image name (IMG)")
+    render.add_argument("--project", type=Path, default=Path("."), help="the project directory")
+    render.add_argument(
+        "--config",
+        default="default",
+        help="which kustomization of config/ (default; manifests: the OLM bundle's input)",
     )
-    bundle.set_defaults(handler=_bundle)
+    render.add_argument(
+        "--output", default="-", help="a file, or - for standard output (default: -)"
+    )
+    render.set_defaults(handler=_render)
     wheel_parser = actions.add_parser(
         "wheel", help="the installed ansible-operator-py as a wheel, for a project's image build"
     )
@@ -84,7 +94,9 @@ def _build(args: argparse.Namespace) -> int:
     try:
         image.ensure_tools(_progress)
         podman = image.Podman.default()
-        seconds = image.build(podman, args.context, args.tag, dict(args.build_arg), _progress)
+        seconds = image.build(
+            podman, args.context, args.tag, dict(args.build_arg), _progress, file=args.file
+        )
         size = image.size_bytes(podman, args.tag)
     except image.ImageError as err:
         print(f"ansible-operator dev-image build: {err}", file=sys.stderr)
@@ -119,19 +131,22 @@ def _deploy(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bundle(args: argparse.Namespace) -> int:
+def _render(args: argparse.Namespace) -> int:
     try:
         kubectl = binaries.kubectl()
-        manifests = deploy.render(kubectl, args.project, args.tag)
+        manifests = deploy.render(kubectl, args.project, args.tag, args.config)
     except (binaries.BinariesError, deploy.DeployError) as err:
-        print(f"ansible-operator dev-image bundle: {err}", file=sys.stderr)
+        print(f"ansible-operator dev-image render: {err}", file=sys.stderr)
         return 1
-    output: Path = args.output
+    if args.output == "-":
+        print(manifests, end="")
+        return 0
+    output = Path(args.output)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(manifests, encoding="utf-8")
     except OSError as err:
-        print(f"ansible-operator dev-image bundle: {output}: {err.strerror}", file=sys.stderr)
+        print(f"ansible-operator dev-image render: {output}: {err.strerror}", file=sys.stderr)
         return 1
     print(output)
     return 0

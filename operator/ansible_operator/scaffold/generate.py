@@ -38,6 +38,7 @@ class PlannedCrd:
     crd: dict[str, Any]
     sources: list[str]  # argument spec files, as shown to the user
     current: Any = None  # what the file holds now (None: missing)
+    manage_status: bool = True  # whether the runtime writes its conditions (the watches')
 
     @property
     def up_to_date(self) -> bool:
@@ -252,7 +253,13 @@ def plan(
         path = output_dir / f"{group}_{names.plural}.yaml"
         current = next((doc for p, doc in on_disk if p == path), None)
         result.crds.append(
-            PlannedCrd(path=path, crd=crd, sources=[s.spec_path for s in sources], current=current)
+            PlannedCrd(
+                path=path,
+                crd=crd,
+                sources=[s.spec_path for s in sources],
+                current=current,
+                manage_status=all(s.manage_status for s in sources),
+            )
         )
     result.warnings = [warning(spec, notes) for spec, notes in unexpressed.items() if notes]
     if samples_dir is not None:
@@ -341,7 +348,8 @@ def _replace(path: Path, text: str) -> None:
 # --- the command ---------------------------------------------------------------------------
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse._SubParsersAction:
+    """`generate` and its `crds`; returns its sub-commands, for the others (scaffold.olm's)."""
     parser = subparsers.add_parser("generate", help="generate files from the project's roles")
     kinds = parser.add_subparsers(dest="what", required=True)
     crd_parser = kinds.add_parser(
@@ -371,6 +379,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="write nothing; exit 1 if any CRD on disk differs from what would be generated",
     )
     crd_parser.set_defaults(handler=run)
+    return kinds
 
 
 def run(args: argparse.Namespace) -> int:
