@@ -36,9 +36,12 @@ SERVICE_ACCOUNT = "controller-manager"
 BUILTIN_KINDS = {
     ("v1", "ConfigMap"): ("", "configmaps"),
     ("v1", "Event"): ("", "events"),
+    ("v1", "PersistentVolumeClaim"): ("", "persistentvolumeclaims"),
     ("v1", "Pod"): ("", "pods"),
     ("v1", "Service"): ("", "services"),
     ("apps/v1", "Deployment"): ("apps", "deployments"),
+    ("apps/v1", "StatefulSet"): ("apps", "statefulsets"),
+    ("batch/v1", "Job"): ("batch", "jobs"),
 }
 # Modules that send no request to the API server: requeue_after tells the operator through
 # its result, osdk_metric posts to the operator's own user-metrics endpoint.
