@@ -14,8 +14,7 @@ from typing import Any
 
 import yaml
 
-from ansible_operator.core import conversion
-from ansible_operator.core.watches import Watch
+from ansible_operator.core import Watch, conversion
 
 SPEC_FILES = ("meta/argument_specs.yml", "meta/argument_specs.yaml")
 

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from ansible_operator import cli
-from ansible_operator.core.watches import load_watches
 from ansible_operator.scaffold import generate
+from ansible_operator.watchfile import load_watches
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,13 +14,13 @@ from ansible_operator.core.selectors import LabelSelector
 from ansible_operator.core.watches import (
     GVK,
     Finalizer,
+    RoleSearch,
     Watch,
     WatchesError,
     expand_env,
-    load_watches,
-    resolve_role,
-    role_candidates,
+    parse_watches,
 )
+from ansible_operator.watchfile import load_watches, resolve_role, role_candidates
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 
@@ -895,3 +895,66 @@ def test_role_that_is_a_file_counts_as_found(project: Path) -> None:
     (project / "roles" / "filerole").write_text("")
     [watch] = load(project, "- {version: v1, kind: A, role: filerole}\n")
     assert watch.role == os.path.join(project, "roles", "filerole")
+
+
+# --- parse_watches: pure, with the disk behind a Locator ------------------------------------------
+
+
+class _Locator:
+    """A made-up disk: the playbooks and roles that exist, and every question asked."""
+
+    def __init__(self, playbooks: set[str], roles: dict[str, str]) -> None:
+        self.playbooks = playbooks
+        self.roles = roles
+        self.asked: list[str] = []
+
+    def playbook(self, playbook: str) -> tuple[str, bool]:
+        self.asked.append(playbook)
+        path = playbook if playbook.startswith("/") else f"/project/{playbook}"
+        return path, path in self.playbooks
+
+    def role(self, role: str) -> RoleSearch:
+        self.asked.append(role)
+        return RoleSearch(self.roles.get(role), (f"/a/{role}", f"/b/{role}"))
+
+
+def test_parse_watches_asks_the_locator_and_nothing_else() -> None:
+    locate = _Locator({"/project/site.yml"}, {"memcached": "/roles/memcached"})
+    text = (
+        "- {group: a.io, version: v1, kind: A, role: memcached}\n"
+        "- {group: a.io, version: v1, kind: B, playbook: site.yml,"
+        " finalizer: {name: f, role: gone, vars: {x: 1}}}\n"
+    )
+    a, b = parse_watches(text, source="w.yaml", environ={}, locate=locate)
+    assert (a.role, a.playbook) == ("/roles/memcached", None)
+    assert (b.role, b.playbook) == (None, "/project/site.yml")
+    assert b.finalizer == Finalizer(name="f", role="gone", vars={"x": 1})  # kept as written
+    assert locate.asked == ["memcached", "gone", "site.yml"]
+
+
+def test_parse_watches_names_where_a_missing_role_was_looked_for() -> None:
+    locate = _Locator(set(), {})
+    with pytest.raises(WatchesError) as excinfo:
+        parse_watches(
+            "- {version: v1, kind: A, role: ${ROLE}}\n",
+            source="w.yaml",
+            environ={"ROLE": "nowhere"},
+            locate=locate,
+        )
+    assert str(excinfo.value) == (
+        "w.yaml:1: entry 1 (/v1, Kind=A): role: nowhere was not found "
+        "(looked in /a/nowhere, /b/nowhere)"
+    )
+
+
+def test_parse_watches_reports_a_missing_playbook_to_missing_and_keeps_the_entry() -> None:
+    told: list[WatchesError] = []
+    [watch] = parse_watches(
+        "- {version: v1, kind: A, playbook: /nope.yml}\n",
+        source="w.yaml",
+        environ={},
+        locate=_Locator(set(), {}),
+        missing=told.append,
+    )
+    assert watch.playbook == "/nope.yml"
+    assert [e.problem for e in told] == ["playbook: /nope.yml was not found"]

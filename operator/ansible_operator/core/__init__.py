@@ -1,2 +1,118 @@
 """Pure decisions, no I/O: GVKs and keys, watches.yaml, extra vars, conditions, predicates,
-label selectors, ownership, CR annotations and leader election. Imports only ``gocompat``."""
+label selectors, ownership, CR annotations, shards, leader election and conversion between a
+kind's versions. Imports only
+``gocompat``.
+
+Other layers use the names below. ``annotations``, ``conditions``, ``conversion``,
+``objects``, ``predicates`` and ``reserved_vars`` are namespaces (``conditions.mark_running``),
+their names being read best with the module's.
+"""
+
+from ansible_operator.core import (
+    annotations,
+    conditions,
+    conversion,
+    objects,
+    predicates,
+    reserved_vars,
+)
+from ansible_operator.core.annotations import (
+    log_verbosity,
+    max_runner_artifacts,
+    reconcile_period,
+    verbosity,
+)
+from ansible_operator.core.backoff import Backoff, ItemBackoff, exponential_delay
+from ansible_operator.core.conversion import (
+    KindConversion,
+    convert,
+    to_camel,
+    version_priority,
+    watched_versions,
+)
+from ansible_operator.core.extravars import (
+    ReservedVariableError,
+    SpecError,
+    build_extra_vars,
+    check_reserved,
+    object_var_name,
+)
+from ansible_operator.core.lease import JITTER_FACTOR, Candidate, LeaseRecord, Timings
+from ansible_operator.core.limits import EVENT_NOTE_BYTES, cap
+from ansible_operator.core.ownership import (
+    Key,
+    Mode,
+    Owner,
+    fingerprint,
+    has_reference,
+    injection_mode,
+    is_owner_itself,
+    owned_by_annotation,
+    owned_by_reference,
+    owner_keys,
+)
+from ansible_operator.core.selectors import LabelSelector
+from ansible_operator.core.shards import DEFAULT_SHARDS, MAX_SHARDS, ShardSpace, balance
+from ansible_operator.core.watches import (
+    GVK,
+    Finalizer,
+    Locator,
+    RoleSearch,
+    Watch,
+    WatchesError,
+    parse_watches,
+)
+
+__all__ = [
+    "DEFAULT_SHARDS",
+    "EVENT_NOTE_BYTES",
+    "GVK",
+    "JITTER_FACTOR",
+    "MAX_SHARDS",
+    "Backoff",
+    "Candidate",
+    "Finalizer",
+    "ItemBackoff",
+    "Key",
+    "KindConversion",
+    "LabelSelector",
+    "LeaseRecord",
+    "Locator",
+    "Mode",
+    "Owner",
+    "ReservedVariableError",
+    "RoleSearch",
+    "ShardSpace",
+    "SpecError",
+    "Timings",
+    "Watch",
+    "WatchesError",
+    "annotations",
+    "balance",
+    "build_extra_vars",
+    "cap",
+    "check_reserved",
+    "conditions",
+    "conversion",
+    "convert",
+    "exponential_delay",
+    "fingerprint",
+    "has_reference",
+    "injection_mode",
+    "is_owner_itself",
+    "log_verbosity",
+    "max_runner_artifacts",
+    "object_var_name",
+    "objects",
+    "owned_by_annotation",
+    "owned_by_reference",
+    "owner_keys",
+    "parse_watches",
+    "predicates",
+    "reconcile_period",
+    "reserved_vars",
+    "to_camel",
+    "verbosity",
+    "version_priority",
+    "watched_versions",
+]

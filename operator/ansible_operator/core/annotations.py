@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ansible_operator.gocompat.durations import parse_go_duration
-from ansible_operator.gocompat.strconv import atoi
+from ansible_operator.gocompat import atoi, parse_go_duration
 
 RECONCILE_PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
 MAX_RUNNER_ARTIFACTS_ANNOTATION = "ansible.sdk.operatorframework.io/max-runner-artifacts"

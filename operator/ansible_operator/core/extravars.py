@@ -17,7 +17,7 @@ from typing import Any
 from ansible_operator.core import objects, reserved_vars
 from ansible_operator.core.reserved_vars import META_VAR
 from ansible_operator.core.watches import GVK, Watch
-from ansible_operator.gocompat.strcase import map_to_snake
+from ansible_operator.gocompat import map_to_snake
 
 UNSAFE_KEY = "__ansible_unsafe"
 # Deeper specs are refused rather than handed to Ansible, whose templating (like Python's copy

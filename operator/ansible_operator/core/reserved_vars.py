@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_operator.gocompat.strcase import to_snake
+from ansible_operator.gocompat import to_snake
 
 ANSIBLE_PREFIX = "ansible_"
 META_VAR = "ansible_operator_meta"  # ours, and set after the spec's variables (it wins)

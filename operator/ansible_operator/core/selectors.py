@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_operator.gocompat.strconv import quote
+from ansible_operator.gocompat import quote
 
 IN = "In"
 NOT_IN = "NotIn"

@@ -1,31 +1,25 @@
-"""watches.yaml: which role or playbook reconciles which kind, loaded and validated once at startup.
+"""watches.yaml: which role or playbook reconciles which kind, parsed and validated once at startup.
 
-The file is read as upstream reads it (environment expansion, YAML 1.1, case-insensitive keys,
-unknown keys ignored, scalars coerced to strings, the same defaults and role search order), and
+The text is read as upstream reads it (environment expansion, go-yaml's YAML 1.1,
+case-insensitive keys, unknown keys ignored, scalars coerced to strings, the same defaults), and
 every problem becomes a one-line `WatchesError` naming file, line, entry and GVK, in upstream's
 wording. Deliberately safer than upstream: `$` expansion touches only defined, valid names.
+Pure: the caller reads the file and says, through a `Locator`, where playbooks and roles are.
 """
 
 from __future__ import annotations
 
-import math
-import os
 import re
-import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import Any, Protocol
 
 from ansible_operator.core import reserved_vars
 from ansible_operator.core.selectors import LabelSelector
-from ansible_operator.gocompat.durations import parse_go_duration
+from ansible_operator.gocompat import parse_go_duration
+from ansible_operator.gocompat import yaml as go_yaml
 
 DEFAULT_MAX_RUNNER_ARTIFACTS = 20
-DEFAULT_COLLECTIONS_ROOT = "/usr/share/ansible/collections"
 
 
 @dataclass(frozen=True)
@@ -126,6 +120,24 @@ class Watch:
         return gvk in self.blacklist
 
 
+@dataclass(frozen=True)
+class RoleSearch:
+    """Where a role is: its directory, None when it is nowhere, and the places looked in."""
+
+    path: str | None
+    looked_in: tuple[str, ...]
+
+
+class Locator(Protocol):
+    """Where a watches file's playbooks and roles are on disk (finding them is the caller's)."""
+
+    def playbook(self, playbook: str) -> tuple[str, bool]:
+        """The playbook's absolute path, and whether it exists."""
+        ...
+
+    def role(self, role: str) -> RoleSearch: ...
+
+
 class WatchesError(Exception):
     """A problem in watches.yaml; `str()` is one line naming the file, entry and problem."""
 
@@ -194,130 +206,11 @@ def expand_env(text: str, environ: Mapping[str, str]) -> str:
     return _ENV_REF.sub(replace, text)
 
 
-# --- YAML -------------------------------------------------------------------------------------
-
-
-class _Loader(yaml.SafeLoader):
-    """PyYAML's YAML 1.1, with plain scalars typed the way go-yaml v2 types them.
-
-    Timestamps stay strings, `12:30` is not a base-60 number, and `1e6` is a float.
-    """
-
-
-_INT_TAG = "tag:yaml.org,2002:int"
-_FLOAT_TAG = "tag:yaml.org,2002:float"
-_GO_YAML_INT = re.compile(r"^[-+]?(?:0b[01_]+|0[0-7_]+|(?:0|[1-9][0-9_]*)|0x[0-9a-fA-F_]+)$")
-_GO_YAML_FLOAT = re.compile(
-    r"^(?:[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
-    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
-)
-_Loader.yaml_implicit_resolvers = {
-    first: [
-        (tag, rx)
-        for tag, rx in resolvers
-        if tag not in ("tag:yaml.org,2002:timestamp", _INT_TAG, _FLOAT_TAG)
-    ]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-for _first in "-+0123456789.":
-    _Loader.yaml_implicit_resolvers.setdefault(_first, [])[:0] = [
-        (_INT_TAG, _GO_YAML_INT),
-        (_FLOAT_TAG, _GO_YAML_FLOAT),
-    ]
-
-
-def _parse_yaml(text: str, path: str) -> tuple[Any, list[int]]:
-    """Return the document and, for a top-level list, the 1-based line of each item."""
-    try:
-        loader = _Loader(text)  # the reader refuses control characters already here
-    except yaml.YAMLError as e:
-        raise WatchesError(path, f"invalid YAML: {' '.join(str(e).split())}") from None
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        problem = e.problem or e.context or "syntax error"
-        raise WatchesError(
-            path,
-            f"invalid YAML: {problem}",
-            line=mark.line + 1 if mark else None,
-            column=mark.column + 1 if mark else None,
-        ) from None
-    except yaml.YAMLError as e:
-        raise WatchesError(path, f"invalid YAML: {' '.join(str(e).split())}") from None
-    finally:
-        loader.dispose()
-    lines: list[int] = []
-    if isinstance(node, yaml.SequenceNode):
-        lines = [item.start_mark.line + 1 for item in node.value]
-    return data, lines
-
-
-# --- value coercion (Go encoding/json semantics) ----------------------------------------------
-
-
-def _go_float32_str(value: float) -> str:
-    """Go's strconv.FormatFloat(v, 'g', -1, 32), which sigs.k8s.io/yaml uses for string fields."""
-    if math.isnan(value):
-        return "NaN"
-    try:
-        f32 = struct.unpack("f", struct.pack("f", value))[0]
-    except OverflowError:
-        f32 = math.inf if value > 0 else -math.inf
-    if math.isinf(f32):
-        return "+Inf" if f32 > 0 else "-Inf"
-    if f32 == 0:
-        return "-0" if math.copysign(1.0, f32) < 0 else "0"
-    # Shortest decimal that round-trips through float32.
-    for precision in range(1, 10):
-        text = f"{f32:.{precision - 1}e}"
-        if struct.unpack("f", struct.pack("f", float(text)))[0] == f32:
-            break
-    mantissa, exp_text = text.split("e")
-    sign = "-" if mantissa.startswith("-") else ""
-    digits = mantissa.lstrip("-").replace(".", "").rstrip("0") or "0"
-    exp = int(exp_text)
-    if exp < -4 or exp >= 6:  # %e form; shortest formatting uses an exponent threshold of 6
-        body = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{sign}{body}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    point = exp + 1  # digits before the decimal point
-    if point <= 0:
-        return f"{sign}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return f"{sign}{digits}{'0' * (point - len(digits))}"
-    return f"{sign}{digits[:point]}.{digits[point:]}"
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "mapping"
-    return type(value).__name__
-
-
 def _as_string(value: Any, name: str) -> str:
-    """A string field: YAML numbers and booleans become their text, null becomes ""."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _go_float32_str(value)
-    raise _Problem(f"{name} must be a string, got {_type_name(value)}")
+    try:
+        return go_yaml.scalar_string(value, name)
+    except ValueError as e:
+        raise _Problem(str(e)) from None
 
 
 def _as_bool(value: Any, name: str, default: bool) -> bool:
@@ -327,7 +220,7 @@ def _as_bool(value: Any, name: str, default: bool) -> bool:
         return value
     shown = f" {value!r}" if isinstance(value, str | int | float) else ""
     raise _Problem(
-        f"{name} must be a boolean (true/false, unquoted), got {_type_name(value)}{shown}"
+        f"{name} must be a boolean (true/false, unquoted), got {go_yaml.type_name(value)}{shown}"
     )
 
 
@@ -337,7 +230,7 @@ def _as_int(value: Any, name: str) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     shown = f" {value!r}" if isinstance(value, str | float) else ""
-    raise _Problem(f"{name} must be an integer, got {_type_name(value)}{shown}")
+    raise _Problem(f"{name} must be an integer, got {go_yaml.type_name(value)}{shown}")
 
 
 def _as_duration(value: Any, name: str) -> float | None:
@@ -348,7 +241,7 @@ def _as_duration(value: Any, name: str) -> float | None:
         shown = f" {value!r}" if isinstance(value, int | float) else ""
         raise _Problem(
             f'{name} must be a Go duration string such as "30s" or "1h" (quoted), '
-            f"got {_type_name(value)}{shown}"
+            f"got {go_yaml.type_name(value)}{shown}"
         )
     try:
         return parse_go_duration(value)
@@ -356,42 +249,15 @@ def _as_duration(value: Any, name: str) -> float | None:
         raise _Problem(f"{name}: {e}") from None
 
 
-def _key_string(key: Any, where: str) -> str:
-    if isinstance(key, str):
-        return key
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    if isinstance(key, int):
-        return str(key)
-    if isinstance(key, float):
-        return _go_float32_str(key)
-    raise _Problem(f"{where}: unsupported mapping key {key!r}")
-
-
-def _jsonable(value: Any, where: str) -> Any:
-    """Deep-copy a YAML value into JSON types (string keys), as sigs.k8s.io/yaml converts it."""
-    if isinstance(value, dict):
-        return {
-            (k := _key_string(key, where)): _jsonable(item, f"{where}.{k}")
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [_jsonable(item, f"{where}[{i}]") for i, item in enumerate(value)]
-    if isinstance(value, float) and not math.isfinite(value):
-        raise _Problem(f"{where}: {value!r} cannot be represented in JSON")
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    raise _Problem(f"{where}: unsupported YAML value of type {type(value).__name__}")
-
-
 def _as_vars(value: Any, name: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise _Problem(f"{name} must be a mapping, got {_type_name(value)}")
-    result: dict[str, Any] = _jsonable(value, name)
+        raise _Problem(f"{name} must be a mapping, got {go_yaml.type_name(value)}")
+    try:
+        result: dict[str, Any] = go_yaml.to_json(value, name)
+    except ValueError as e:
+        raise _Problem(str(e)) from None
     return result
 
 
@@ -402,10 +268,10 @@ def _as_reserved_vars(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise _Problem(f"{name} must be a list of variable names, got {_type_name(value)}")
+        raise _Problem(f"{name} must be a list of variable names, got {go_yaml.type_name(value)}")
     for i, item in enumerate(value):
         if not isinstance(item, str):
-            raise _Problem(f"{name}[{i}] must be a variable name, got {_type_name(item)}")
+            raise _Problem(f"{name}[{i}] must be a variable name, got {go_yaml.type_name(item)}")
         if not reserved_vars.is_reserved(item):
             raise _Problem(
                 f"{name}[{i}]: {item!r} is not a reserved variable: only ansible_* names other "
@@ -439,77 +305,6 @@ def _fields(raw: Mapping[Any, Any], known: Sequence[str]) -> dict[str, Any]:
     return picked
 
 
-# --- role and playbook paths ------------------------------------------------------------------
-
-
-def _path_list(value: str, environ: Mapping[str, str], cwd: str) -> list[str]:
-    """Split a colon-separated search path; relative entries are taken from `cwd`."""
-    home = environ.get("HOME")
-    entries = []
-    for entry in value.split(":"):
-        if home and (entry == "~" or entry.startswith("~/")):
-            entry = home + entry[1:]
-        entries.append(os.path.normpath(os.path.join(cwd, entry)))
-    return entries
-
-
-def role_candidates(role: str, *, environ: Mapping[str, str], cwd: str) -> list[str]:
-    """Where upstream looks for a role, in order; the first path that exists wins."""
-    if os.path.isabs(role):
-        return [role]
-    candidates: list[str] = []
-    parts = role.split(".")
-    if len(parts) == 3:  # an FQCN: namespace.collection.role
-        collections = environ.get("ANSIBLE_COLLECTIONS_PATH", "")
-        if not collections:
-            collections = DEFAULT_COLLECTIONS_ROOT
-            home = environ.get("HOME")
-            if home:
-                collections += ":" + os.path.join(home, ".ansible/collections")
-        namespace, collection, name = parts
-        for entry in _path_list(collections, environ, cwd):
-            candidates.append(
-                os.path.join(entry, "ansible_collections", namespace, collection, "roles", name)
-            )
-    roles_path = environ.get("ANSIBLE_ROLES_PATH", "")
-    if roles_path:
-        for entry in _path_list(roles_path, environ, cwd):
-            candidates.append(os.path.normpath(os.path.join(entry, role)))
-            candidates.append(os.path.normpath(os.path.join(entry, "roles", role)))
-    candidates.append(os.path.normpath(os.path.join(cwd, "roles", role)))
-    return candidates
-
-
-def resolve_role(role: str, *, environ: Mapping[str, str], cwd: str) -> str | None:
-    """The first existing candidate path for `role`, or None."""
-    for candidate in role_candidates(role, environ=environ, cwd=cwd):
-        if os.path.exists(candidate):
-            return candidate
-    return None
-
-
-def _role_not_found(role: str, environ: Mapping[str, str], cwd: str) -> str:
-    """Upstream's problem for a role that is nowhere, with the places it was looked for."""
-    looked = ", ".join(role_candidates(role, environ=environ, cwd=cwd))
-    return f"role: {role} was not found (looked in {looked})"
-
-
-def _playbook_path(playbook: str, cwd: str) -> str:
-    return playbook if os.path.isabs(playbook) else os.path.normpath(os.path.join(cwd, playbook))
-
-
-def _ansible_path_problem(
-    playbook: str | None, raw_role: str, role_found: bool, environ: Mapping[str, str], cwd: str
-) -> tuple[str, bool] | None:
-    """Upstream's verifyAnsiblePath: the playbook wins; then the role; one of them is required.
-    The problem, and whether it is only a playbook or role that is not there (yet)."""
-    if playbook:
-        return None if os.path.exists(playbook) else (f"playbook: {playbook} was not found", True)
-    if raw_role:
-        return None if role_found else (_role_not_found(raw_role, environ, cwd), True)
-    return "must specify Role or Playbook", False
-
-
 # --- entries ----------------------------------------------------------------------------------
 
 _WATCH_KEYS = (
@@ -539,14 +334,11 @@ _FINALIZER_KEYS = ("name", "playbook", "role", "vars")
 
 @dataclass
 class _Parsed:
-    """An entry after type checks, before path validation."""
+    """An entry after type checks, with the problems of its playbooks and roles: each problem,
+    and whether it is only a playbook or role that is not there (yet)."""
 
     watch: Watch
-    raw_role: str
-    finalizer_raw_role: str
-    finalizer_role_found: bool
-    environ: Mapping[str, str]  # where the roles were looked for, for the problems' messages
-    cwd: str
+    path_problems: list[tuple[str, bool]]
 
 
 def _parse_gvk_fields(fields: Mapping[str, Any], where: str) -> GVK:
@@ -561,59 +353,74 @@ def _parse_blacklist(value: Any) -> tuple[GVK, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise _Problem(f"blacklist must be a list, got {_type_name(value)}")
+        raise _Problem(f"blacklist must be a list, got {go_yaml.type_name(value)}")
     items = []
     for i, item in enumerate(value):
         if not isinstance(item, dict):
-            raise _Problem(f"blacklist[{i}] must be a mapping, got {_type_name(item)}")
+            raise _Problem(f"blacklist[{i}] must be a mapping, got {go_yaml.type_name(item)}")
         items.append(_parse_gvk_fields(_fields(item, _GVK_KEYS), f"blacklist[{i}]."))
     return tuple(items)
 
 
+def _ansible_path(
+    raw_playbook: str, raw_role: str, locate: Locator
+) -> tuple[str | None, str | None, tuple[str, bool] | None]:
+    """Upstream's verifyAnsiblePath: the playbook (absolute), the role's directory (None when it
+    is nowhere), and the problem: the playbook wins; then the role; one of them is required."""
+    found = locate.role(raw_role) if raw_role else None
+    role = found.path if found else None
+    if raw_playbook:
+        playbook, exists = locate.playbook(raw_playbook)
+        return playbook, role, None if exists else (f"playbook: {playbook} was not found", True)
+    if found is None:
+        return None, None, ("must specify Role or Playbook", False)
+    if role is None:
+        looked = ", ".join(found.looked_in)
+        return None, None, (f"role: {raw_role} was not found (looked in {looked})", True)
+    return None, role, None
+
+
 def _parse_finalizer(
-    value: Any, environ: Mapping[str, str], cwd: str
-) -> tuple[Finalizer | None, str, bool]:
-    """The finalizer, its role as written, and whether that role was found."""
+    value: Any, locate: Locator
+) -> tuple[Finalizer | None, list[tuple[str, bool]]]:
+    """The finalizer and its problems."""
     if value is None:
-        return None, "", False
+        return None, []
     if not isinstance(value, dict):
-        raise _Problem(f"finalizer must be a mapping, got {_type_name(value)}")
+        raise _Problem(f"finalizer must be a mapping, got {go_yaml.type_name(value)}")
     fields = _fields(value, _FINALIZER_KEYS)
     raw_playbook = _as_string(fields.get("playbook"), "finalizer.playbook")
     raw_role = _as_string(fields.get("role"), "finalizer.role")
-    role: str | None = None
-    found = False
-    if raw_role:
-        role = resolve_role(raw_role, environ=environ, cwd=cwd)
-        found = role is not None
-        if role is None:
-            # Upstream keeps the unresolved value; it only matters when `vars` made the entry
-            # valid anyway, and then the run fails as upstream's does.
-            role = raw_role
+    playbook, role, problem = _ansible_path(raw_playbook, raw_role, locate)
     finalizer = Finalizer(
         name=_as_string(fields.get("name"), "finalizer.name"),
-        playbook=_playbook_path(raw_playbook, cwd) if raw_playbook else None,
-        role=role,
+        playbook=playbook,
+        # Upstream keeps a role it did not find; it only matters when `vars` made the entry
+        # valid anyway, and then the run fails as upstream's does.
+        role=role or raw_role or None,
         vars=_as_vars(fields.get("vars"), "finalizer.vars"),
     )
-    return finalizer, raw_role, found
+    problems = [] if finalizer.name else [("finalizer must have name", False)]
+    # A finalizer with vars but no (valid) playbook or role re-runs the main one.
+    if problem and not finalizer.vars:
+        problems.append(problem)
+    return finalizer, problems
 
 
-def _parse_entry(raw: Any, environ: Mapping[str, str], cwd: str) -> _Parsed:
+def _parse_entry(raw: Any, locate: Locator) -> _Parsed:
     if not isinstance(raw, dict):
-        raise _Problem(f"must be a mapping with group, version and kind, got {_type_name(raw)}")
+        got = go_yaml.type_name(raw)
+        raise _Problem(f"must be a mapping with group, version and kind, got {got}")
     fields = _fields(raw, _WATCH_KEYS)
     gvk = _parse_gvk_fields(fields, "")
     try:
-        return _parse_fields(fields, gvk, environ, cwd)
+        return _parse_fields(fields, gvk, locate)
     except _Problem as e:
         e.gvk = gvk
         raise
 
 
-def _parse_fields(
-    fields: Mapping[str, Any], gvk: GVK, environ: Mapping[str, str], cwd: str
-) -> _Parsed:
+def _parse_fields(fields: Mapping[str, Any], gvk: GVK, locate: Locator) -> _Parsed:
     raw_playbook = _as_string(fields.get("playbook"), "playbook")
     raw_role = _as_string(fields.get("role"), "role")
     max_artifacts = _as_int(fields.get("maxRunnerArtifacts"), "maxRunnerArtifacts")
@@ -626,13 +433,12 @@ def _parse_fields(
         selector = LabelSelector.parse(fields.get("selector"))
     except ValueError as e:
         raise _Problem(f"selector: {e}") from None
-    finalizer, finalizer_raw_role, finalizer_role_found = _parse_finalizer(
-        fields.get("finalizer"), environ, cwd
-    )
+    finalizer, finalizer_problems = _parse_finalizer(fields.get("finalizer"), locate)
+    playbook, role, problem = _ansible_path(raw_playbook, raw_role, locate)
     watch = Watch(
         gvk=gvk,
-        role=(resolve_role(raw_role, environ=environ, cwd=cwd) if raw_role else None),
-        playbook=_playbook_path(raw_playbook, cwd) if raw_playbook else None,
+        role=role,
+        playbook=playbook,
         vars=_as_vars(fields.get("vars"), "vars"),
         max_runner_artifacts=max_artifacts or DEFAULT_MAX_RUNNER_ARTIFACTS,
         reconcile_period=reconcile_period or None,
@@ -658,76 +464,36 @@ def _parse_fields(
         run_timeout=run_timeout or None,
         allow_reserved_vars=_as_reserved_vars(fields.get(reserved_vars.WATCH_KEY)),
     )
-    return _Parsed(
-        watch=watch,
-        raw_role=raw_role,
-        finalizer_raw_role=finalizer_raw_role,
-        finalizer_role_found=finalizer_role_found,
-        environ=environ,
-        cwd=cwd,
-    )
+    return _Parsed(watch, ([problem] if problem else []) + finalizer_problems)
 
 
-def _validate(parsed: _Parsed) -> list[tuple[str, bool]]:
-    """Upstream's Watch.Validate, in its order: each problem, and whether it is only a playbook
-    or role that is not there (yet)."""
-    watch = parsed.watch
-    problems = []
-    problem = _ansible_path_problem(
-        watch.playbook, parsed.raw_role, watch.role is not None, parsed.environ, parsed.cwd
-    )
-    if problem:
-        problems.append(problem)
-    finalizer = watch.finalizer
-    if finalizer is not None:
-        if not finalizer.name:
-            problems.append(("finalizer must have name", False))
-        problem = _ansible_path_problem(
-            finalizer.playbook,
-            parsed.finalizer_raw_role,
-            parsed.finalizer_role_found,
-            parsed.environ,
-            parsed.cwd,
-        )
-        # A finalizer with vars but no (valid) playbook or role re-runs the main one.
-        if problem and not finalizer.vars:
-            problems.append(problem)
-    return problems
-
-
-def load_watches(
-    path: str | os.PathLike[str],
+def parse_watches(
+    text: str,
     *,
-    environ: Mapping[str, str] | None = None,
-    cwd: str | os.PathLike[str] | None = None,
+    source: str,
+    environ: Mapping[str, str],
+    locate: Locator,
     warn: Callable[[str], None] | None = None,
     missing: Callable[[WatchesError], None] | None = None,
 ) -> list[Watch]:
-    """Read, expand, parse and validate a watches file; raise WatchesError on the first problem.
+    """Expand, parse and validate the text of a watches file; raise WatchesError on the first
+    problem.
 
-    `environ` (default `os.environ`) feeds `$VAR` expansion and the role search paths
-    (`ANSIBLE_ROLES_PATH`, `ANSIBLE_COLLECTIONS_PATH`, `HOME`); `cwd` (default the process's)
-    anchors relative playbooks and `roles/<role>`. `warn` is told of each key that is ignored
-    (as upstream ignores unknown keys), once, naming the entry. `missing` (for the authoring
-    tools, which add a kind before its role is written) is told of each playbook or role that is
-    not found, and the entry is kept; without it, that is the entry's error.
+    `source` names the file in messages; `environ` feeds `$VAR` expansion; `locate` says where
+    each playbook and role is (finding them is the caller's I/O). `warn` is told of each key
+    that is ignored (as upstream ignores unknown keys), once, naming the entry. `missing` (for
+    the authoring tools, which add a kind before its role is written) is told of each playbook
+    or role that is not found, and the entry is kept; without it, that is the entry's error.
     """
-    shown = os.fspath(path)
-    env: Mapping[str, str] = os.environ if environ is None else environ
-    base = os.path.abspath(os.getcwd() if cwd is None else os.fspath(cwd))
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise WatchesError(shown, "cannot read: not valid UTF-8") from None
-    except OSError as e:
-        raise WatchesError(shown, f"cannot read: {e.strerror or e}") from None
-
-    data, lines = _parse_yaml(expand_env(text, env), shown)
+        data, lines = go_yaml.load(expand_env(text, environ))
+    except go_yaml.YAMLSyntaxError as e:
+        raise WatchesError(source, e.problem, line=e.line, column=e.column) from None
     if data is None:
-        raise WatchesError(shown, "no watches: expected a list of entries with group/version/kind")
+        raise WatchesError(source, "no watches: expected a list of entries with group/version/kind")
     if not isinstance(data, list):
         raise WatchesError(
-            shown, f"top level must be a list of watches, got {_type_name(data)}", line=1
+            source, f"top level must be a list of watches, got {go_yaml.type_name(data)}", line=1
         )
 
     def line_of(i: int) -> int | None:
@@ -736,18 +502,18 @@ def load_watches(
     parsed: list[_Parsed] = []
     for i, raw in enumerate(data):
         try:
-            entry = _parse_entry(raw, env, base)
+            entry = _parse_entry(raw, locate)
         except _Problem as e:
-            raise WatchesError(shown, str(e), index=i, gvk=e.gvk, line=line_of(i)) from None
+            raise WatchesError(source, str(e), index=i, gvk=e.gvk, line=line_of(i)) from None
         if not entry.watch.gvk.version:
             problem = f"invalid GVK: {entry.watch.gvk}: version must not be empty"
-            raise WatchesError(shown, problem, index=i, line=line_of(i))
+            raise WatchesError(source, problem, index=i, line=line_of(i))
         if not entry.watch.gvk.kind:
             problem = f"invalid GVK: {entry.watch.gvk}: kind must not be empty"
-            raise WatchesError(shown, problem, index=i, line=line_of(i))
+            raise WatchesError(source, problem, index=i, line=line_of(i))
         parsed.append(entry)
         if warn is not None:
-            where = f"{shown}:{line_of(i)}" if line_of(i) else shown
+            where = f"{source}:{line_of(i)}" if line_of(i) else source
             for key in _ignored_keys(raw):
                 warn(f"{where}: entry {i + 1} ({entry.watch.gvk}): unknown key {key!r} ignored")
 
@@ -756,15 +522,15 @@ def load_watches(
         gvk = entry.watch.gvk
         if gvk in seen:
             raise WatchesError(
-                shown,
+                source,
                 f"duplicate GVK: {gvk} (first defined in entry {seen[gvk] + 1})",
                 index=i,
                 gvk=gvk,
                 line=line_of(i),
             )
         seen[gvk] = i
-        for problem, not_there in _validate(entry):
-            error = WatchesError(shown, problem, index=i, gvk=gvk, line=line_of(i))
+        for problem, not_there in entry.path_problems:
+            error = WatchesError(source, problem, index=i, gvk=gvk, line=line_of(i))
             if not not_there or missing is None:
                 raise error
             missing(error)

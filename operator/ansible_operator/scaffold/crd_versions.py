@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible_operator import role_api
-from ansible_operator.core.watches import Watch
+from ansible_operator.core import Watch
 from ansible_operator.scaffold import crds
 
 WEBHOOK_SERVICE = {"namespace": "system", "name": "webhook-service", "path": "/convert"}

@@ -22,8 +22,9 @@ from typing import Any
 
 import yaml
 
-from ansible_operator.core.watches import WatchesError, load_watches
+from ansible_operator.core import WatchesError
 from ansible_operator.scaffold import crds, generate, project_file
+from ansible_operator.watchfile import load_watches
 
 TEMPLATES = Path(__file__).parent / "templates" / "new_api"
 WATCH_MARKER = "# +kubebuilder:scaffold:watch"
