@@ -31,8 +31,7 @@ from types import FrameType
 
 from ansible_operator.dev import playbook
 from ansible_operator.dev.launcher import stop_group
-from ansible_operator.devcluster import binaries
-from ansible_operator.devcluster.cluster import ClusterError, DevCluster
+from ansible_operator.devcluster import ClusterError, DevCluster, binaries
 
 EXISTING_CLUSTER_ENV = "ANSIBLE_OPERATOR_TEST_KUBECONFIG"
 MOLECULE = Path(sys.executable).parent / "molecule"  # the virtualenv's own

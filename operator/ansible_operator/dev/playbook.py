@@ -16,7 +16,7 @@ import stat
 import sys
 from pathlib import Path
 
-from ansible_operator.runner.warm import patches, server
+from ansible_operator.runner import warm_playbook_process
 
 PROGRAM = "ansible-playbook"
 
@@ -33,15 +33,12 @@ def install(bin_dir: Path) -> Path:
 
 def main() -> None:
     if "--version" not in sys.argv[1:]:
-        patches.off = frozenset(patches.check(patches.installed()))
-        if patches.off:
-            untested = ", ".join(sorted(patches.off))
+        off = warm_playbook_process()
+        if off:
+            untested = ", ".join(sorted(off))
             print(
                 f"ansible-operator: warm patches off (untested here): {untested}", file=sys.stderr
             )
-        server.preload()
-        if not patches.falls_back(patches.off):
-            patches.install("module-exec")
     # Ansible reports and re-executes itself under this name: the stock one beside this Python.
     sys.argv[0] = os.path.join(os.path.dirname(sys.executable), PROGRAM)
     from ansible.cli.playbook import main as playbook

@@ -17,8 +17,7 @@ from typing import Any
 
 import yaml
 
-from ansible_operator.kube.client import ApiError, KubeClient, Unreachable
-from ansible_operator.kube.discovery import Discovery
+from ansible_operator.kube import ApiError, Discovery, KubeClient, Unreachable
 
 POLL_INTERVAL = 1.0
 

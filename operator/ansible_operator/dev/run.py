@@ -20,11 +20,8 @@ from pathlib import Path
 
 from ansible_operator.dev import launcher, project
 from ansible_operator.dev.project import Kubectl, ProjectError
-from ansible_operator.devcluster import binaries, target
-from ansible_operator.devcluster.cluster import ClusterError, DevCluster
-from ansible_operator.devcluster.target import Target
-from ansible_operator.kube import config as kubeconfig_mod
-from ansible_operator.kube.client import ApiError, KubeClient, Unreachable
+from ansible_operator.devcluster import ClusterError, DevCluster, Target, binaries, target
+from ansible_operator.kube import ApiError, ConfigError, KubeClient, Unreachable, from_kubeconfig
 
 SUCCESS_TIMEOUT = 600.0
 ESTABLISHED_TIMEOUT = 60.0
@@ -50,7 +47,7 @@ def run(project_dir: Path, namespace: str, kubeconfig: Path | None, local: bool 
         else:
             kubeconfig = cluster.kubeconfig
             kubectl_path = binaries.kubectl()
-        creds = kubeconfig_mod.from_kubeconfig(kubeconfig)
+        creds = from_kubeconfig(kubeconfig)
         kubectl = Kubectl(kubectl_path, kubeconfig)
         return asyncio.run(
             _run(project_dir, namespace, kubeconfig, KubeClient(creds), kubectl, not cluster.local)
@@ -59,7 +56,7 @@ def run(project_dir: Path, namespace: str, kubeconfig: Path | None, local: bool 
         target.TargetError,
         binaries.BinariesError,
         ClusterError,
-        kubeconfig_mod.ConfigError,
+        ConfigError,
         ProjectError,
         launcher.LaunchError,
         ApiError,

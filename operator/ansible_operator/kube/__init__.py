@@ -1,1 +1,45 @@
-"""Talking to the Kubernetes API: credentials and a small async client."""
+"""Talking to the Kubernetes API: credentials and a small async client.
+
+Other layers use the names below; `kubeconfig` (what a run is given) is a namespace.
+"""
+
+from ansible_operator.kube import kubeconfig
+from ansible_operator.kube.api import Api
+from ansible_operator.kube.client import (
+    ApiError,
+    KubeClient,
+    ResourceInfo,
+    Unreachable,
+    UntrustedServer,
+    auth_headers,
+    list_pages,
+    ssl_context,
+)
+from ansible_operator.kube.config import (
+    SERVICE_ACCOUNT_DIR,
+    ConfigError,
+    Credentials,
+    from_kubeconfig,
+)
+from ansible_operator.kube.config import load as load_credentials
+from ansible_operator.kube.discovery import Discovery, ServedResource
+
+__all__ = [
+    "SERVICE_ACCOUNT_DIR",
+    "Api",
+    "ApiError",
+    "ConfigError",
+    "Credentials",
+    "Discovery",
+    "KubeClient",
+    "ResourceInfo",
+    "ServedResource",
+    "Unreachable",
+    "UntrustedServer",
+    "auth_headers",
+    "from_kubeconfig",
+    "kubeconfig",
+    "list_pages",
+    "load_credentials",
+    "ssl_context",
+]

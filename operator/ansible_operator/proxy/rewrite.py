@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from ansible_operator.core.ownership import Mode, Owner, has_reference
+from ansible_operator.core import Mode, Owner, has_reference
 
 OWNER_REFERENCES = "/metadata/ownerReferences"
 ANNOTATIONS = "/metadata/annotations"

@@ -25,18 +25,18 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
-from ansible_operator.core.ownership import Mode, Owner, injection_mode, is_owner_itself
-from ansible_operator.core.watches import Watch
-from ansible_operator.kube.client import (
+from ansible_operator.core import Mode, Owner, Watch, injection_mode, is_owner_itself
+from ansible_operator.kube import (
     ApiError,
+    Credentials,
+    Discovery,
     KubeClient,
     ResourceInfo,
+    ServedResource,
     Unreachable,
     auth_headers,
     ssl_context,
 )
-from ansible_operator.kube.config import Credentials
-from ansible_operator.kube.discovery import Discovery, ServedResource
 from ansible_operator.proxy import requestinfo, rewrite, tunnel
 from ansible_operator.proxy.headers import end_to_end
 

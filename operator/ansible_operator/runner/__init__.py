@@ -2,8 +2,10 @@
 
 Callers build a `RunRequest` from plain values and await `Runner.run()`; `ColdRunner` starts one
 ansible-runner process per run, `WarmRunner` forks each run from a process kept warm.
+Other layers use the names below (`versions` is a namespace: what the runs use).
 """
 
+from ansible_operator.runner import versions
 from ansible_operator.runner.events import (
     AnsibleResult,
     EventSummary,
@@ -34,12 +36,15 @@ from ansible_operator.runner.types import (
     RunRequest,
     RunResult,
 )
+from ansible_operator.runner.versions import AnsibleVersions
+from ansible_operator.runner.warm import warm_playbook_process
 from ansible_operator.runner.warm.client import WarmRunner
 
 __all__ = [
     "DEFAULT_BASE_DIR",
     "AnsibleResult",
     "AnsibleRunnerNotFound",
+    "AnsibleVersions",
     "ColdRunner",
     "EventCallback",
     "EventLogger",
@@ -61,4 +66,6 @@ __all__ = [
     "prepare_input_dir",
     "remove_input_dir",
     "summarize",
+    "versions",
+    "warm_playbook_process",
 ]

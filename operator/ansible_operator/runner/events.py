@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_operator.gocompat.durations import parse_go_duration
+from ansible_operator.gocompat import parse_go_duration
 from ansible_operator.runner import core_rules
 from ansible_operator.runner.output import NoLogOutput, strip_ansi, without_lines
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ansible_operator.kube.api import Api
-from ansible_operator.kube.client import ApiError, ResourceInfo, Unreachable
+from ansible_operator.kube import Api, ApiError, ResourceInfo, Unreachable
 from ansible_operator.runtime.reconcile import ReconcileError
 
 log = logging.getLogger("reconciler")

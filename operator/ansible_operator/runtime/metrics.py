@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ansible_operator import __version__
-from ansible_operator.runner.versions import AnsibleVersions
+from ansible_operator.runner import AnsibleVersions
 from ansible_operator.runtime.metrics_auth import MetricsAuth
 from ansible_operator.runtime.metrics_tls import RELOAD_INTERVAL, MetricsCertError, ServingTLS
 

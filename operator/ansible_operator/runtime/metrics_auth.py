@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from ansible_operator.kube.client import ApiError, Unreachable
+from ansible_operator.kube import ApiError, Unreachable
 
 log = logging.getLogger("metrics")
 

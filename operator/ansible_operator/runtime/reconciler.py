@@ -20,12 +20,16 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ansible_operator.core import conditions, reserved_vars
-from ansible_operator.core.annotations import reconcile_period
-from ansible_operator.core.extravars import ReservedVariableError, check_reserved, object_var_name
-from ansible_operator.core.watches import Watch
-from ansible_operator.kube.api import Api
-from ansible_operator.kube.client import ApiError, ResourceInfo, Unreachable
+from ansible_operator.core import (
+    ReservedVariableError,
+    Watch,
+    check_reserved,
+    conditions,
+    object_var_name,
+    reconcile_period,
+    reserved_vars,
+)
+from ansible_operator.kube import Api, ApiError, ResourceInfo, Unreachable
 from ansible_operator.runner import RunnerError, RunResult
 from ansible_operator.runtime.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from ansible_operator.runtime.reconcile import Key, ReconcileError, Result, TerminalError

@@ -12,9 +12,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ansible_operator.core.limits import EVENT_NOTE_BYTES, cap
-from ansible_operator.kube.api import Api
-from ansible_operator.kube.client import ApiError, Unreachable
+from ansible_operator.core import EVENT_NOTE_BYTES, cap
+from ansible_operator.kube import Api, ApiError, Unreachable
 
 COMPONENT = "ansible-operator"
 log = logging.getLogger("events")

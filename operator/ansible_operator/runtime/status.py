@@ -18,10 +18,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ansible_operator.core import conditions
-from ansible_operator.core.backoff import exponential_delay
-from ansible_operator.kube.api import Api
-from ansible_operator.kube.client import ApiError, ResourceInfo, Unreachable
+from ansible_operator.core import conditions, exponential_delay
+from ansible_operator.kube import Api, ApiError, ResourceInfo, Unreachable
 from ansible_operator.runner import RunResult
 from ansible_operator.runtime.reconcile import ReconcileError
 
