@@ -53,7 +53,7 @@ def test_an_unknown_ansible_core_turns_off_what_touches_it_and_runs_stay_warm() 
 
 def test_a_patch_tested_on_some_cores_only_is_off_on_the_others() -> None:
     off = patches.check({**TESTED, patches.CORE: "2.20.10"})
-    assert set(off) == {"module-packages", "plugin-docs", "template-cache"}
+    assert set(off) == {"template-cache"}
     assert off["template-cache"] == "ansible-core 2.20.10, tested on 2.18"
 
 

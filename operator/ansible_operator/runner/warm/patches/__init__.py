@@ -137,18 +137,22 @@ PATCHES = (
         module="module_packages",
         touches=(
             "ansible.executor.module_common._find_module_utils, _slurp, pkgutil, "
-            "_get_ansible_module_fqn, _MODULE_UTILS_PATH",
+            "ir_files (2.21), _MODULE_UTILS_PATH",
+            "its per-process cache: C.DEFAULT_LOCAL_TMP/ansiballz_cache, one file per packaging",
             "ansible.plugins.loader.module_utils_loader._get_paths",
         ),
         why="packaged modules (AnsiballZ) are kept across runs",
-        tested={CORE: ("2.18",)},
+        tested={CORE: ("2.18", "2.19", "2.20", "2.21")},
     ),
     Patch(
         name="plugin-docs",
         module="plugin_docs",
-        touches=("ansible.plugins.loader.AnsibleLoader", "ansible.utils.plugin_docs.AnsibleLoader"),
+        touches=(
+            "ansible.plugins.loader.AnsibleLoader, ansible.utils.plugin_docs.AnsibleLoader",
+            "ansible.module_utils._internal._datatag.AnsibleTagHelper.tags (2.19+)",
+        ),
         why="plugin documentation is parsed once for all runs",
-        tested={CORE: ("2.18",)},
+        tested={CORE: ("2.18", "2.19", "2.20", "2.21")},
     ),
     Patch(
         name="template-cache",

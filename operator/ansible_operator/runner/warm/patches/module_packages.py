@@ -1,19 +1,23 @@
 """Packaged modules (AnsiballZ zips) kept across warm runs, in the fork server's cachedir.
 
 Ansible packages each Python module once per ansible-playbook process, into its per-process local
-tmp (`ansiballz_cache/<module fqn>-<compression>`), and a warm run is a new process each time: the
-packaging (parsing the module and its module_utils, zipping them) was redone on every run. Here each
-packaged zip is also kept in the cachedir, under a key made of everything that picks the files
-Ansible reads (ansible-core's version and install, this Python, the module's path, bytes and
-compression, the module_utils search paths with their directories' mtimes, the collections paths
-that exist), with the list of files the packaging read and their SHA-256, plus the files it looked
-for and did not find. A run takes a kept zip only if every listed file still has the same content
-and every missing one is still missing: an edited role `library/` module or module_utils file is
-packaged anew. As git's index does, a file whose inode, size, mtime and ctime are those recorded
-is taken as unchanged without reading it (a module task checks hundreds of module_utils files),
-except a file changed within RACY_SECONDS of its recording, which is always read. The kept zip
-is put where Ansible looks for its per-process copy, so Ansible's own code then reads it as its
-own.
+tmp (`ansiballz_cache/<module fqn>-<compression>`, and `-<AnsiballZ extensions>` from 2.19, a
+pickle then), and a warm run is a new process each time: the packaging (parsing the module and
+its module_utils, zipping them) was redone on every run; on 2.19 and later, which parse each
+module_utils file into an AST and compile it, it was about half of a warm memcached run's worker
+CPU. Here each packaged copy is also kept in the cachedir, under a key made of everything that
+picks the files Ansible reads (ansible-core's version and install, this Python, the module's
+name, path, bytes and compression, the module_utils search paths with their directories' mtimes,
+the collections paths that exist), with the list of files the packaging read and their SHA-256,
+plus the files it looked for and did not find. A run takes a kept copy only if every listed file
+still has the same content and every missing one is still missing: an edited role `library/`
+module or module_utils file is packaged anew. As git's index does, a file whose inode, size,
+mtime and ctime are those recorded is taken as unchanged without reading it (a module task checks
+hundreds of module_utils files), except a file changed within RACY_SECONDS of its recording,
+which is always read. The kept copy is put where Ansible looks for its per-process copy (the one
+file its packaging added there, whose name is kept with it), so Ansible's own code then reads it
+as its own. A packaging that embeds resource files (`EmbedManager`, 2.21) is not kept: it reads
+files the recording does not see.
 
 `install()` patches Ansible's `module_common`, in the process of a warm run only.
 """
@@ -23,22 +27,28 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
-import json
+import importlib.util
+import marshal
 import os
 import stat
 import sys
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ansible_operator.runner.warm import cachedir
 
 RACY_SECONDS = 2.0  # a file changed so recently may change again within the same timestamp
+NO_PACKAGE = "no package"  # the digest of a package that could not be imported
+# _find_module_utils's parameters, by position up to 2.18 (keywords only from 2.19)
+ARGUMENTS = ("module_name", "b_module_data", "module_path", "module_args", "task_vars", "templar",
+             "module_compression")  # fmt: skip
 
 
 def install() -> None:
-    """Make Ansible's module packaging reuse the zips kept in the cachedir, if one is set."""
+    """Make Ansible's module packaging reuse the copies kept in the cachedir, if one is set."""
     directory = cachedir.subdirectory("modules")
     if directory is None:
         return
@@ -48,51 +58,68 @@ def install() -> None:
     if getattr(build, "kept", False):
         return
 
-    def find_module_utils(
-        module_name: str,
-        b_module_data: bytes,
-        module_path: str,
-        module_args: Any,
-        task_vars: Any,
-        templar: Any,
-        module_compression: str,
-        *args: Any,
-        **kwargs: Any,
-    ) -> Any:
-        own_copy = _own_copy_path(module_common, module_name, module_path, module_compression)
-        if os.path.exists(own_copy):  # packaged earlier in this run: Ansible's own cache
-            return build(module_name, b_module_data, module_path, module_args, task_vars,
-                         templar, module_compression, *args, **kwargs)  # fmt: skip
-        key = _key(module_common, b_module_data, module_path, module_compression)
-        entry = directory / key
-        zipdata = _valid_zip(entry)
-        if zipdata is not None:
-            cachedir.write_atomically(Path(own_copy), zipdata)
-            return build(module_name, b_module_data, module_path, module_args, task_vars,
-                         templar, module_compression, *args, **kwargs)  # fmt: skip
+    def find_module_utils(*args: Any, **kwargs: Any) -> Any:
+        given = {**dict(zip(ARGUMENTS, args, strict=False)), **kwargs}
+        module_data, path = given["b_module_data"], given["module_path"]
+        name, compression = given["module_name"], given["module_compression"]
+        own_copies = Path(module_common.C.DEFAULT_LOCAL_TMP, "ansiballz_cache")
+        entry = directory / _key(module_common, name, module_data, path, compression)
+        kept = _read(entry)
+        if kept is not None and (own_copies / kept[0]).exists():
+            return build(*args, **kwargs)  # packaged earlier in this run: Ansible's own cache
+        if kept is not None and _valid(kept[1]):
+            cachedir.write_atomically(own_copies / kept[0], kept[2])
+            return build(*args, **kwargs)
+        before = _listing(own_copies)
         with _recording(module_common) as read:
-            result = build(module_name, b_module_data, module_path, module_args, task_vars,
-                           templar, module_compression, *args, **kwargs)  # fmt: skip
-        with contextlib.suppress(OSError):  # not a Python module, or a full disk: not kept
-            manifest = {"files": read, "zipdata": Path(own_copy).read_text()}
-            cachedir.write_atomically(entry, json.dumps(manifest).encode())
+            result = build(*args, **kwargs)
+        added = _listing(own_copies) - before
+        if len(added) == 1 and not read.embedded:  # else another worker's too, or not Python
+            (own_name,) = added
+            with contextlib.suppress(OSError):  # a full disk: not kept
+                own = (own_copies / own_name).read_bytes()
+                cachedir.write_atomically(entry, marshal.dumps((own_name, read.files, own)))
         return result
 
     find_module_utils.kept = True  # type: ignore[attr-defined]
     module_common._find_module_utils = find_module_utils
 
 
-def _own_copy_path(module_common: Any, name: str, path: str, compression: str) -> str:
-    """Where Ansible keeps this run's packaged copy of the module (as module_common names it)."""
+def _listing(directory: Path) -> set[str]:
+    """The packaged copies in Ansible's per-process cache (not its locks or partial files)."""
     try:
-        fqn = module_common._get_ansible_module_fqn(path)
-    except ValueError:
-        fqn = f"ansible.modules.{name}"
-    local_tmp = module_common.C.DEFAULT_LOCAL_TMP
-    return os.path.join(local_tmp, "ansiballz_cache", f"{fqn}-{compression}")
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return set()
+    return {n for n in names if not n.endswith((".lock", "-part"))}
 
 
-def _key(module_common: Any, module: bytes, path: str, compression: str) -> str:
+def _read(entry: Path) -> tuple[str, list[Any], bytes] | None:
+    """(the own copy's file name, the files its packaging read, its bytes), if kept."""
+    try:
+        name, files, data = marshal.loads(entry.read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    return str(name), list(files), bytes(data)
+
+
+def _valid(files: list[Any]) -> bool:
+    """Whether every file the packaging read is unchanged (and every missing one, or missing
+    package, is still missing)."""
+    return all(
+        not _importable(path) if digest == NO_PACKAGE else unchanged(path, digest, signature)
+        for path, digest, signature in files
+    )
+
+
+def _importable(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ImportError:  # its parent package is not there either
+        return False
+
+
+def _key(module_common: Any, name: str, module: bytes, path: str, compression: str) -> str:
     from ansible import __version__
     from ansible.plugins.loader import module_utils_loader
     from ansible.utils.collection_loader import AnsibleCollectionConfig
@@ -103,6 +130,7 @@ def _key(module_common: Any, module: bytes, path: str, compression: str) -> str:
         __version__,
         module_common.__file__,
         sys.executable,
+        name,
         path,
         compression,
         hashlib.sha256(module).hexdigest(),
@@ -120,19 +148,6 @@ def _mtime_ns(path: str) -> int:
         return os.stat(path).st_mtime_ns
     except OSError:
         return -1
-
-
-def _valid_zip(entry: Path) -> bytes | None:
-    """The kept zip if every file its packaging read is unchanged (and every missing one is
-    still missing), else None."""
-    try:
-        manifest = json.loads(entry.read_bytes())
-    except (OSError, ValueError):
-        return None
-    for path, digest, signature in manifest["files"]:
-        if not unchanged(path, digest, signature):
-            return None
-    return str(manifest["zipdata"]).encode()
 
 
 def unchanged(path: str, digest: str | None, signature: list[int] | None) -> bool:
@@ -177,15 +192,26 @@ def _digest(path: str) -> str | None:
         return None
 
 
+class _Read:
+    """What a packaging read: `files` ([path, digest, signature], as `recorded`), and whether
+    it embedded resource files, which are not among them."""
+
+    def __init__(self) -> None:
+        self.files: list[list[Any]] = []
+        self.embedded = False
+
+
 @contextlib.contextmanager
 def _recording(module_common: Any) -> Any:
     """Note each file module_common reads while packaging (`recorded`)."""
-    read: list[list[Any]] = []
+    read = _Read()
     slurp, pkgutil = module_common._slurp, module_common.pkgutil
+    # 2.21's EmbedManager resources are found through importlib.resources.files (`ir_files`).
+    embeds: Callable[..., Any] | None = getattr(module_common, "ir_files", None)
 
     def recording_slurp(path: str) -> bytes:
         data: bytes = slurp(path)
-        read.append(recorded(path, hashlib.sha256(data).hexdigest()))
+        read.files.append(recorded(path, hashlib.sha256(data).hexdigest()))
         return data
 
     def recording_get_data(package: str, resource: str) -> bytes | str | None:
@@ -196,19 +222,33 @@ def _recording(module_common: Any) -> Any:
             where = os.path.join(os.path.dirname(origin), resource) if origin else None
             data: bytes | str | None = pkgutil.get_data(package, resource)
         except ImportError:  # module_common takes it as "not there", as None
-            data = None
+            read.files.append([package, NO_PACKAGE, None])  # an optional import: still missing?
+            return None
         if where is None:
-            read.append([f"{package}:{resource}", "unlocatable", None])  # never matches
+            read.files.append([f"{package}:{resource}", "unlocatable", None])  # never matches
         else:
-            # Bytes: the file. '' (a str): no file, but its directory makes it a package.
-            found = hashlib.sha256(data).hexdigest() if isinstance(data, bytes) else None
-            read.append(recorded(where, found))
-            read.append(recorded(os.path.dirname(where), _digest(os.path.dirname(where))))
+            # Bytes: the file, unless there is none (2.19+'s collection loader gives b'' for a
+            # package without an __init__.py). '' (a str): no file, but its directory makes it
+            # a package.
+            found = None
+            if isinstance(data, bytes) and os.path.isfile(where):
+                found = hashlib.sha256(data).hexdigest()
+            read.files.append(recorded(where, found))
+            read.files.append(recorded(os.path.dirname(where), _digest(os.path.dirname(where))))
         return data
+
+    def noting_embeds(*args: Any, **kwargs: Any) -> Any:
+        assert embeds is not None
+        read.embedded = True
+        return embeds(*args, **kwargs)
 
     module_common._slurp = recording_slurp
     module_common.pkgutil = types.SimpleNamespace(get_data=recording_get_data)
+    if embeds is not None:
+        module_common.ir_files = noting_embeds
     try:
         yield read
     finally:
         module_common._slurp, module_common.pkgutil = slurp, pkgutil
+        if embeds is not None:
+            module_common.ir_files = embeds
