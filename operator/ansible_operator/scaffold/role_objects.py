@@ -1,4 +1,5 @@
-"""Which kinds of object a role makes: the ``resources`` of its CRD in the ClusterServiceVersion.
+"""Which kinds of object a role works with (makes or reads): the ``resources`` of its CRD in the
+ClusterServiceVersion.
 
 Read from the role's tasks and templates as text, since templates are Jinja, not YAML: every
 mapping that names a literal ``kind`` and an ``apiVersion`` (or the k8s modules' ``api_version``)
@@ -48,7 +49,7 @@ def in_text(text: str) -> list[Resource]:
 
 
 def made_by(role_dir: Path, own_kinds: set[str]) -> list[Resource]:
-    """The kinds the role's files make, less the operator's own kinds, sorted."""
+    """The kinds the role's files name, less the operator's own kinds, sorted."""
     found: set[Resource] = set()
     for sub in _SOURCES:
         for path in sorted((role_dir / sub).rglob("*")) if (role_dir / sub).is_dir() else []:
