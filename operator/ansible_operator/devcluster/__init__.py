@@ -1,10 +1,17 @@
 """A real Kubernetes control plane on loopback for development and tests, without Docker.
 
 Other layers use the names below; `binaries`, `processes` and `target` are namespaces, and
-`command` and `image_command` are the command lines' (`add_parser`).
+`command`, `image_command` and `bundle_validator` are the command lines' (`add_parser`).
 """
 
-from ansible_operator.devcluster import binaries, command, image_command, processes, target
+from ansible_operator.devcluster import (
+    binaries,
+    bundle_validator,
+    command,
+    image_command,
+    processes,
+    target,
+)
 from ansible_operator.devcluster.binaries import KUBERNETES_VERSION
 from ansible_operator.devcluster.cluster import ClusterError, DevCluster
 from ansible_operator.devcluster.target import Target
@@ -15,6 +22,7 @@ __all__ = [
     "DevCluster",
     "Target",
     "binaries",
+    "bundle_validator",
     "command",
     "image_command",
     "processes",
