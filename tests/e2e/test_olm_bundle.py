@@ -28,7 +28,12 @@ BIN = Path(sys.executable).parent
 
 @pytest.fixture(scope="module")
 def validator() -> Path:
-    return bundle_validator.ensure()
+    """The cached validator; its first build (minutes) says so past pytest's capture."""
+
+    def progress(message: str) -> None:
+        print(f"[bundle validator] {message}", file=sys.__stderr__, flush=True)
+
+    return bundle_validator.ensure(progress=progress)
 
 
 # Warnings of the validators that a bundle here may give, each with its reason (a substring of
