@@ -36,7 +36,7 @@ def git_commit(package_dir: Path = Path(__file__).parent) -> str:
 def _version(_: argparse.Namespace) -> int:
     """Upstream's line, with the Python version where upstream names Go's, and the ansible-core
     and ansible-runner versions the runs use (as `ansible-operator run` would find them)."""
-    from ansible_operator.devcluster.binaries import KUBERNETES_VERSION
+    from ansible_operator.devcluster import KUBERNETES_VERSION
 
     try:
         ansible = versions.probe(find_ansible_runner())
@@ -174,7 +174,7 @@ class _VersionAction(argparse.Action):
 
 
 def _completion(args: argparse.Namespace) -> int:
-    from ansible_operator.runtime.flags import flag_names
+    from ansible_operator.runtime import flag_names
 
     commands = completion.tree(
         build_parser(), {("run",): ["--help", *(f"--{name}" for name in flag_names())]}
