@@ -83,6 +83,15 @@ def samples() -> list[Sample]:
     return found
 
 
+def watched_version(sample: Sample) -> str:
+    """The version watches.yaml watches the sample's kind at (the operator's metrics are by it;
+    a sample of another served version is converted by the API server)."""
+    watches = yaml.safe_load((REPO / "watches.yaml").read_text())
+    return next(
+        w["version"] for w in watches if (w["group"], w["kind"]) == (sample.group, sample.kind)
+    )
+
+
 def install_repo_crds(api_client: client.ApiClient) -> None:
     """The CRDs of config/crd/bases (config/crd's kustomization lists them all)."""
     paths = sorted((CONFIG / "crd/bases").glob("*.yaml"))
@@ -110,12 +119,13 @@ def successful(obj: dict) -> bool:
 
 
 def wait_all_successful(crs, namespace: str, timeout: float = 300) -> dict[str, dict]:
-    """Every sample reconciled successfully (in any order); the objects by kind."""
-    pending = {s.kind: s for s in samples()}
+    """Every sample reconciled successfully (in any order); the objects by kind (a kind with
+    samples at two versions: either)."""
+    pending = {(s.kind, s.name): s for s in samples()}
     done: dict[str, dict] = {}
 
     def probe() -> bool:
-        for kind, sample in list(pending.items()):
+        for key, sample in list(pending.items()):
             try:
                 obj = crs.get_namespaced_custom_object(
                     sample.group, sample.version, namespace, sample.plural, sample.name
@@ -125,8 +135,8 @@ def wait_all_successful(crs, namespace: str, timeout: float = 300) -> dict[str, 
                     continue
                 raise
             if successful(obj):
-                done[kind] = obj
-                del pending[kind]
+                done[sample.kind] = obj
+                del pending[key]
         return not pending
 
     try:

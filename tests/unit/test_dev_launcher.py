@@ -46,13 +46,15 @@ def test_free_ports_are_used_for_metrics_and_probes_and_the_proxy_picks_its_own(
         "metrics-bind-address": "127.0.0.1:41001",
         "health-probe-bind-address": "127.0.0.1:41002",
         "proxy-port": "0",
+        "webhook-bind-address": "127.0.0.1:0",  # a port of its own, on loopback
     }
     assert ports == launcher.Ports(metrics=41001, probes=41002)
 
 
 def test_a_flag_the_caller_gives_replaces_the_launchers(tmp_path):
     given = ["--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:7000",
-             "--proxy-port=8999", "--zap-encoder=json"]  # fmt: skip
+             "--proxy-port=8999", "--zap-encoder=json",
+             "--webhook-bind-address=127.0.0.1:9443"]  # fmt: skip
     argv, ports = launcher.command(config(tmp_path, args=given), [41001, 41002])
     assert argv[4:] == given, "nothing added in front of the caller's own flags"
     assert ports == launcher.Ports(metrics=None, probes=7000)

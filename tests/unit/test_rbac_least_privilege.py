@@ -60,6 +60,8 @@ class Need:
         return f"{'/'.join(self.grant)} ({self.module})"
 
 
+_CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
+_WEBHOOK = "runtime/conversion_webhook.py"
 # The runtime's requests on each watched kind; "{}" is the kind's resource.
 PER_KIND = [
     Need("", "{}", "get", "runtime/reconciler.py", "await self.client.get(resource.path("),
@@ -77,6 +79,10 @@ PER_DEPENDENT = [
     Need("", "{}", "watch", "runtime/dependents.py", "stream = self._client.watch("),
 ]
 MANAGER_RUNTIME = [
+    # the conversion webhook: the CRDs it converts for, and their client configuration
+    Need(*_CRDS, "list", _WEBHOOK, "found = await self.client.get(CRD_PATH)"),
+    Need(*_CRDS, "get", _WEBHOOK, 'self.client.get(f"{CRD_PATH}/{crd_name}")'),
+    Need(*_CRDS, "patch", _WEBHOOK, '"PATCH", f"{CRD_PATH}/{crd_name}",'),
     # Warning and Normal Events on the CRs
     Need("", "events", "create", "runtime/recorder.py", 'request("POST", f"/api/v1/namespaces/'),
     # kopf watches CRDs to notice kinds installed later, when it watches every namespace

@@ -80,6 +80,7 @@ def command(config: LaunchConfig, free: Sequence[int]) -> tuple[list[str], Ports
         "metrics-bind-address": f"127.0.0.1:{free[0]}",
         "health-probe-bind-address": f"127.0.0.1:{free[1]}",
         "proxy-port": "0",
+        "webhook-bind-address": "127.0.0.1:0",
     }
     added = [f"--{name}={value}" for name, value in defaults.items() if _flag(args, name) is None]
     argv = [sys.executable, "-m", "ansible_operator.cli", "run", *added, *args]

@@ -30,8 +30,9 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from ansible_operator.core.conversion import KindConversion, convert
-from ansible_operator.kube.client import ApiError, KubeClient, Unreachable
+from ansible_operator.core import KindConversion, Watch, convert, watched_versions
+from ansible_operator.kube import ApiError, KubeClient, Unreachable
+from ansible_operator.role_api import RoleApiError, load_conversion
 from ansible_operator.runtime.metrics import parse_bind_address
 from ansible_operator.runtime.metrics_tls import CERT_NAME, KEY_NAME, self_signed_pair
 
@@ -40,6 +41,7 @@ log = logging.getLogger("conversion")
 KEEP_INTERVAL = 10.0
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
+SERVICE_ANNOTATION = "conversion.ansible-operator.io/service"  # what a loopback URL replaced
 
 
 class WebhookError(Exception):
@@ -130,7 +132,17 @@ class ConversionWebhook:
         return f"https://{'127.0.0.1' if self.loopback else self.host}:{self.port}/convert"
 
     async def start(self) -> None:
-        crds = {key: await self._crd(c) for key, c in self.conversions.items()}
+        try:
+            crds = {key: await self._crd(c) for key, c in self.conversions.items()}
+        except ApiError as err:
+            if err.status != 403:
+                raise WebhookError(f"conversion webhook: cannot read the CRDs: {err}") from None
+            # Not allowed (rules bound in a namespace): served with a mounted certificate,
+            # whose CA someone else injects (cert-manager), or with one of ours for loopback.
+            log.warning(
+                f"Conversion webhook: cannot read the CRDs, so cannot point them here: {err}"
+            )
+            crds = {}
         context = self._tls(crds.values())
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_post("/convert", self._convert)
@@ -149,13 +161,17 @@ class ConversionWebhook:
         log.info("Serving conversion", extra={"url": self.url(), "certificate": self._source})
         self._crd_names = [str(crd["metadata"]["name"]) for crd in crds.values()]
         for name in self._crd_names:
-            await self._keep(name)
+            try:
+                await self._keep(name)
+            except ApiError as err:  # not allowed: the CRD's CA is someone else's to inject
+                log.warning(f"Conversion webhook: cannot point the CRD {name} here: {err}")
         if self.ca_pem is not None and self.loopback:
             self._keeping = asyncio.create_task(self._keep_all())
 
     async def stop(self) -> None:
         if self._keeping is not None:
             self._keeping.cancel()
+        await self._give_back()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -219,7 +235,9 @@ class ConversionWebhook:
 
     async def _keep(self, crd_name: str) -> None:
         """Point the CRD's webhook at this server when it is our certificate: the CA bundle,
-        and on loopback the URL, unless another operator's URL answers there."""
+        and on loopback the URL, unless another operator's URL answers there. The Service
+        reference a URL replaces is kept in the annotation SERVICE_ANNOTATION, and put back
+        when this operator stops, so that `kubectl apply` of the CRD keeps working."""
         if self.ca_pem is None:
             return
         crd = await self.client.get(f"{CRD_PATH}/{crd_name}")
@@ -233,18 +251,40 @@ class ConversionWebhook:
             return
         if self.loopback and current.get("url") and await _answers(current):
             return
-        patch = {"spec": {"conversion": {"webhook": {"clientConfig": ours}}}}
+        patch: dict[str, Any] = {"spec": {"conversion": {"webhook": {"clientConfig": ours}}}}
         if "service" in current and "service" not in ours:
-            patch["spec"]["conversion"]["webhook"]["clientConfig"]["service"] = None
+            ours["service"] = None
+            kept = json.dumps(current["service"], sort_keys=True)
+            patch["metadata"] = {"annotations": {SERVICE_ANNOTATION: kept}}
         if "url" in current and "url" not in ours:
-            patch["spec"]["conversion"]["webhook"]["clientConfig"]["url"] = None
+            ours["url"] = None
+        await self._patch(crd_name, patch)
+        log.info("CRD's conversion webhook set", extra={"crd": crd_name, **_shown(ours)})
+
+    async def _give_back(self) -> None:
+        """The Service reference back in the CRDs whose webhook is still this server's URL."""
+        for name in self._crd_names if self.loopback and self.ca_pem is not None else ():
+            try:
+                crd = await self.client.get(f"{CRD_PATH}/{name}")
+                kept = (crd["metadata"].get("annotations") or {}).get(SERVICE_ANNOTATION)
+                if _client_config(crd).get("url") != self.url() or not kept:
+                    continue
+                config = {"service": json.loads(kept), "url": None, "caBundle": None}
+                patch = {
+                    "metadata": {"annotations": {SERVICE_ANNOTATION: None}},
+                    "spec": {"conversion": {"webhook": {"clientConfig": config}}},
+                }
+                await self._patch(name, patch)
+            except (ApiError, Unreachable, ValueError) as err:
+                log.warning(f"Conversion webhook: the CRD {name} keeps this operator's URL: {err}")
+
+    async def _patch(self, crd_name: str, patch: Mapping[str, Any]) -> None:
         await self.client.request(
             "PATCH",
             f"{CRD_PATH}/{crd_name}",
             body=patch,
             content_type="application/merge-patch+json",
         )
-        log.info("CRD's conversion webhook set", extra={"crd": crd_name, **_shown(ours)})
 
     async def _convert(self, request: web.Request) -> web.Response:
         started = time.monotonic()
@@ -287,3 +327,38 @@ async def _answers(config: Mapping[str, Any]) -> bool:
         return False
     writer.close()
     return True
+
+
+def select_watches(watches: Sequence[Watch]) -> tuple[list[Watch], list[KindConversion]]:
+    """The watches the operator runs, one per kind, and the conversions their roles declare.
+
+    A kind listed at several versions is watched at the highest only (the storage version
+    `generate crds` writes), said once in the log: every served version shows every CR, so
+    two watches would run two roles for each (upstream's ansible-operator-plugins #154). A kind
+    whose role declares a conversion has one watch, its hub; more is refused in one line."""
+    chosen = watched_versions([(w.gvk.group, w.gvk.version, w.gvk.kind) for w in watches])
+    kept = [w for w in watches if chosen[(w.gvk.group, w.gvk.kind)] == w.gvk.version]
+    for watch in watches:
+        if watch not in kept:
+            log.warning(
+                f"Not watching {watch.gvk}: {watch.gvk.kind} is watched at "
+                f"{chosen[(watch.gvk.group, watch.gvk.kind)]}, which shows every "
+                f"{watch.gvk.kind} (one role per CR); its role {watch.ansible_path} does not run"
+            )
+    conversions = []
+    for watch in kept:
+        try:
+            declared = load_conversion(watch, Path(watch.role)) if watch.role else None
+        except RoleApiError as err:
+            raise WebhookError(str(err)) from None
+        if declared is None:
+            continue
+        kind = (watch.gvk.group, watch.gvk.kind)
+        if sum((w.gvk.group, w.gvk.kind) == kind for w in watches) > 1:
+            raise WebhookError(
+                f"{declared.source}: {watch.gvk.kind} declares its other versions there, and "
+                "watches.yaml watches it at other versions too: keep one watch, of the "
+                "version the role is written for"
+            )
+        conversions.append(declared)
+    return kept, conversions

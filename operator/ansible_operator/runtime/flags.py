@@ -304,6 +304,22 @@ def _flags() -> tuple[_Flag, ...]:
             "when that has no pair, a self-signed certificate is generated at start.",
         ),
         _Flag(
+            "webhook-bind-address",
+            str,
+            ":9443",
+            "The address the conversion webhook (HTTPS, /convert) binds to, when a watched role "
+            "declares other versions in meta/conversion.yml. On a loopback address the CRDs are "
+            "pointed at this operator's URL (a cluster on this machine).",
+        ),
+        _Flag(
+            "webhook-cert-dir",
+            str,
+            "",
+            "Directory with the conversion webhook's certificate (tls.crt) and key (tls.key), "
+            "such as cert-manager's. Defaults to <temp-dir>/k8s-webhook-server/serving-certs; "
+            "when that has no pair, the operator makes its own and writes its CA into the CRDs.",
+        ),
+        _Flag(
             "metrics-require-rbac",
             None,
             False,
@@ -419,6 +435,8 @@ class RunSettings:
     metrics_secure: bool = False
     metrics_require_rbac: bool = False
     metrics_cert_dir: str = ""  # "": controller-runtime's default directory
+    webhook_bind_address: str = ":9443"
+    webhook_cert_dir: str = ""  # "": controller-runtime's default directory
     ansible_run_timeout: float | None = None  # seconds; None means no limit
     runner: str = "warm"  # one of RUNNERS
     zap_devel: bool = False
@@ -713,6 +731,8 @@ def build_run_settings(
         metrics_secure=parsed["metrics_secure"],
         metrics_require_rbac=parsed["metrics_require_rbac"],
         metrics_cert_dir=parsed["metrics_cert_dir"],
+        webhook_bind_address=parsed["webhook_bind_address"],
+        webhook_cert_dir=parsed["webhook_cert_dir"],
         ansible_run_timeout=parsed["ansible_run_timeout"] or None,
         runner=parsed["runner"],
         zap_devel=parsed["zap_devel"],

@@ -29,7 +29,7 @@ from ansible_operator import __version__
 from ansible_operator.core import reserved_vars
 from ansible_operator.core.backoff import Backoff
 from ansible_operator.core.shards import ShardSpace
-from ansible_operator.core.watches import Watch, WatchesError, load_watches
+from ansible_operator.core.watches import Watch, WatchesError
 from ansible_operator.gocompat.durations import format_go_duration
 from ansible_operator.kube.client import (
     ApiError,
@@ -47,6 +47,11 @@ from ansible_operator.runner.versions import AnsibleVersions
 from ansible_operator.runner.warm.client import WarmRunner
 from ansible_operator.runtime import logs
 from ansible_operator.runtime.controller import Controller
+from ansible_operator.runtime.conversion_webhook import (
+    ConversionWebhook,
+    WebhookError,
+    select_watches,
+)
 from ansible_operator.runtime.dependents import DependentWatches
 from ansible_operator.runtime.flags import RunSettings, parse_run_args
 from ansible_operator.runtime.leader import (
@@ -80,6 +85,7 @@ from ansible_operator.runtime.user_metrics import (
     UserMetricsServer,
     UserMetricsServerError,
 )
+from ansible_operator.watchfile import load_watches
 
 log = logging.getLogger("cmd")
 
@@ -108,6 +114,10 @@ class Operator:
     ) -> None:
         self.settings = settings
         self.creds = creds
+        try:  # one watch per kind; the versions it serves beside its own, converted here
+            watches, conversions = select_watches(watches)
+        except WebhookError as err:
+            raise StartupError(str(err)) from None
         self.client = client or KubeClient(creds)
         self.discovery = Discovery(self.client)
         if runner is None:
@@ -178,6 +188,18 @@ class Operator:
             self.shards = ShardKeeper(
                 config, ShardSpace(settings.shards), self.client, metrics=self.shard_metrics
             )
+        self.webhook: ConversionWebhook | None = None
+        if conversions:
+            try:
+                self.webhook = ConversionWebhook(
+                    conversions,
+                    client=self.client,
+                    bind_address=settings.webhook_bind_address,
+                    cert_dir=settings.webhook_cert_dir,
+                    registry=self.metrics.registry,
+                )
+            except WebhookError as err:
+                raise StartupError(str(err)) from None
         self.controllers: list[Controller] = []
         for watch in watches:
             self.controllers.append(self._controller(watch))
@@ -336,6 +358,9 @@ class Operator:
                 return
             checking = asyncio.create_task(self._check_api_server(stop))
             servers.push_async_callback(_cancel, checking)
+            if self.webhook is not None:  # every replica converts, leader or not
+                await self.webhook.start()
+                servers.push_async_callback(self.webhook.stop)
             if self.leader is not None:
                 await self.leader.lead(stop, lambda: self._act(stop))
             elif self.shards is not None and self.sharded is not None:
@@ -573,6 +598,7 @@ def main(argv: Sequence[str]) -> int:
         ProxyStartError,
         EndpointError,
         LeadershipLost,
+        WebhookError,
     ) as err:
         print(f"ansible-operator run: {err}", file=sys.stderr)
         return 1

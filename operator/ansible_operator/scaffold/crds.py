@@ -17,9 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_operator.core import reserved_vars
-from ansible_operator.gocompat.plural import pluralize
-from ansible_operator.gocompat.strcase import to_snake
+from ansible_operator.core import reserved_vars, to_camel, version_priority
+from ansible_operator.gocompat import pluralize, to_snake
 from ansible_operator.scaffold import cel_rules
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
@@ -37,7 +36,6 @@ _ANY_TYPES = ("raw", "json", "jsonarg")
 _INT_OR_STRING = ("bytes", "bits")
 _TRUE = ("yes", "on", "1", "true", "y", "t")
 _FALSE = ("no", "off", "0", "false", "n", "f")
-_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 _MARKUP = re.compile(r"\b(RV|[IBCMUVOEPLR])\(([^()]*)\)")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -107,12 +105,6 @@ def default_plural(kind: str) -> str:
 
 
 # --- names: snake_case options, camelCase fields ------------------------------------------------
-
-
-def to_camel(option: str) -> str:
-    """`deployment_name` → `deploymentName`: the CR field upstream converts back to `option`."""
-    head, *rest = option.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def field_name(option: str, *, camel: bool, where: str) -> str:
@@ -533,15 +525,6 @@ def printer_columns(
     ]
 
 
-def version_priority(version: str) -> tuple[int, int, int, str]:
-    """Kubernetes' version order as a sort key (GA > beta > alpha, then by number)."""
-    m = _VERSION.match(version)
-    if not m:
-        return (0, 0, 0, version)
-    stage = {"alpha": 1, "beta": 2, None: 3}[m.group(2)]
-    return (stage, int(m.group(1)), int(m.group(3) or 0), "")
-
-
 def build_crd(
     group: str,
     names: Names,
@@ -549,14 +532,18 @@ def build_crd(
     *,
     existing: Mapping[str, Any] | None = None,
     unexpressed: dict[str, Unexpressed] | None = None,
+    storage: str | None = None,
+    conversion: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The CRD of one kind with a version per source; `existing` contributes what is hand-owned
     (names, scope, the printer columns the author added) when it describes the same group and
-    kind. What the CRD cannot express is added to `unexpressed` by spec file."""
+    kind. What the CRD cannot express is added to `unexpressed` by spec file. The storage
+    version is `storage`, else the highest; `conversion` is the CRD's `spec.conversion`."""
     if not sources:
         raise CrdError(f"{names.kind}.{group}: no version to generate")
     kept_columns = _existing_columns(existing)
-    storage = max(sources, key=lambda s: version_priority(s.version)).version
+    if storage is None:
+        storage = max(sources, key=lambda s: version_priority(s.version)).version
     versions = []
     for source in sorted(sources, key=lambda s: version_priority(s.version), reverse=True):
         where = f"{source.spec_path}: argument_specs.main"
@@ -602,16 +589,19 @@ def build_crd(
         crd_names["shortNames"] = list(names.short_names)
     if names.categories:
         crd_names["categories"] = list(names.categories)
+    crd_spec: dict[str, Any] = {
+        "group": group,
+        "names": crd_names,
+        "scope": names.scope,
+        "versions": versions,
+    }
+    if conversion is not None:
+        crd_spec["conversion"] = dict(conversion)
     return {
         "apiVersion": CRD_API_VERSION,
         "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{names.plural}.{group}"},
-        "spec": {
-            "group": group,
-            "names": crd_names,
-            "scope": names.scope,
-            "versions": versions,
-        },
+        "spec": crd_spec,
     }
 
 

@@ -18,10 +18,12 @@ from typing import Any
 
 import yaml
 
-from ansible_operator.core.watches import GVK, Watch, WatchesError, load_watches, resolve_role
-from ansible_operator.scaffold import crds, samples
+from ansible_operator import role_api
+from ansible_operator.core import GVK, Watch, WatchesError, conversion
+from ansible_operator.scaffold import crd_versions, crds, samples
+from ansible_operator.watchfile import load_watches, resolve_role
 
-SPEC_FILES = ("meta/argument_specs.yml", "meta/argument_specs.yaml")
+SPEC_FILES = role_api.SPEC_FILES
 DEFAULT_OUTPUT = Path("config/crd/bases")
 DEFAULT_SAMPLES = Path("config/samples")
 
@@ -79,24 +81,10 @@ def _show(path: Path | str, base: Path) -> str:
 
 def load_entry(role_dir: Path) -> tuple[Path, Mapping[str, Any]] | None:
     """The role's `main` argument spec entry point and its file, or None if it has none."""
-    candidates = [role_dir / name for name in SPEC_FILES]
-    candidates.append(role_dir / "meta/main.yml")
-    for path in candidates:
-        if not path.is_file():
-            continue
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-            raise GenerateError(f"{path}: cannot read: {_one_line(err)}") from None
-        specs = data.get("argument_specs") if isinstance(data, dict) else None
-        if specs is None:
-            if path.name.startswith("argument_specs"):
-                raise GenerateError(f"{path}: no `argument_specs` mapping at the top")
-            continue
-        if not isinstance(specs, dict) or "main" not in specs:
-            raise GenerateError(f"{path}: argument_specs has no `main` entry point")
-        return path, specs["main"] or {}
-    return None
+    try:
+        return role_api.load_entry(role_dir)
+    except role_api.RoleApiError as err:
+        raise GenerateError(str(err)) from None
 
 
 def _one_line(err: BaseException) -> str:
@@ -246,10 +234,20 @@ def plan(
             )
             for watch, role_name, spec_path, entry in entries
         ]
+        declared = _declared_versions(entries, project, base)
         try:
-            crd = crds.build_crd(group, names, sources, existing=existing, unexpressed=unexpressed)
+            crd = crds.build_crd(
+                group,
+                names,
+                sources + (declared.sources if declared else []),
+                existing=existing,
+                unexpressed=unexpressed,
+                storage=declared.storage if declared else None,
+                conversion=declared.stanza if declared else None,
+            )
         except crds.CrdError as err:
             raise GenerateError(str(err)) from None
+        sources += declared.sources if declared else []
         path = output_dir / f"{group}_{names.plural}.yaml"
         current = next((doc for p, doc in on_disk if p == path), None)
         result.crds.append(
@@ -265,6 +263,30 @@ def plan(
     if samples_dir is not None:
         result.samples = _revised_samples(samples_dir, result.crds, base)
     return result
+
+
+def _declared_versions(
+    entries: Sequence[tuple[Watch, str, Path, Mapping[str, Any]]], project: Path, base: Path
+) -> crd_versions.Declared | None:
+    """The other versions a kind's role declares in its conversion file, if it has one."""
+    found = []
+    for watch, role_name, spec_path, entry in entries:
+        role_dir = spec_path.parent.parent
+        shown = _show(role_dir / conversion.FILE, base)
+        try:
+            declared = crd_versions.declared(watch, role_name, role_dir, entry, shown)
+        except role_api.RoleApiError as err:
+            raise GenerateError(str(err)) from None
+        if declared is not None:
+            found.append((watch, shown, declared))
+    if found and len(entries) > 1:
+        watch, shown, _ = found[0]
+        others = ", ".join(w.gvk.version for w, *_ in entries if w is not watch)
+        raise GenerateError(
+            f"{shown}: {watch.gvk.kind} declares its other versions there, and watches.yaml "
+            f"has watches for {others} too: keep one watch, of the version the role is written for"
+        )
+    return found[0][2] if found else None
 
 
 def warning(spec_path: str, notes: crds.Unexpressed) -> str:
