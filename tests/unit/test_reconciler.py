@@ -19,7 +19,7 @@ from ansible_operator.core.watches import GVK, Finalizer, Watch
 from ansible_operator.kube.client import ResourceInfo
 from ansible_operator.kube.discovery import Discovery
 from ansible_operator.runner import FailedTask, RunnerError, RunRequest, RunResult
-from ansible_operator.runtime.flags import RunSettings
+from ansible_operator.runtime.flags import Ansible, RunSettings
 from ansible_operator.runtime.reconcile import ReconcileError, Result, TerminalError
 from ansible_operator.runtime.reconciler import Reconciler
 from ansible_operator.runtime.session import RunSession
@@ -555,7 +555,9 @@ def test_a_run_gets_its_own_token_and_kubeconfig_and_both_go_with_it(tmp_path):
 
 
 def test_the_run_request_takes_the_flags_the_watch_and_the_annotations(tmp_path):
-    settings = RunSettings(ansible_args="'--check'", ansible_verbosity=2, ansible_run_timeout=60.0)
+    settings = RunSettings(
+        ansible=Ansible(ansible_args="'--check'", ansible_verbosity=2, ansible_run_timeout=60.0)
+    )
     watch = Watch(gvk=WATCH.gvk, role="/roles/thing", run_timeout=5.0, max_runner_artifacts=20)
     annotations = {
         "ansible.sdk.operatorframework.io/verbosity": "4",

@@ -11,8 +11,16 @@ import pytest
 from ansible_operator.core.watches import GVK
 from ansible_operator.runner import prepare_input_dir
 from ansible_operator.runtime.flags import (
+    Ansible,
+    Api,
+    Election,
+    Logging,
+    Proxy,
+    Reconcile,
     RunSettings,
+    Serving,
     SettingsError,
+    Watching,
     build_run_settings,
     default_max_concurrent_reconciles,
     parse_run_args,
@@ -33,39 +41,55 @@ def settings(*argv: str, **env: str) -> RunSettings:
 def test_defaults() -> None:
     s = settings()
     assert s == RunSettings(
-        watches_file="./watches.yaml",
-        inject_owner_ref=True,
-        ansible_verbosity=2,
-        ansible_roles_path="",
-        ansible_collections_path="",
-        ansible_args="",
-        reconcile_period=36000.0,
-        max_concurrent_reconciles=default_max_concurrent_reconciles(),
-        metrics_bind_address=":8443",
-        health_probe_bind_address=":6789",
-        leader_elect=False,
-        leader_election_id="",
-        leader_election_namespace="",
-        leader_elect_lease_duration=15.0,
-        leader_elect_renew_deadline=10.0,
-        graceful_shutdown_timeout=30.0,
-        ansible_log_events="Tasks",
-        proxy_port=8888,
-        enable_http2=False,
-        metrics_secure=False,
-        metrics_require_rbac=False,
-        metrics_cert_dir="",
-        ansible_run_timeout=None,
-        zap_devel=False,
-        zap_encoder=None,
-        zap_log_level=None,
-        zap_stacktrace_level=None,
-        zap_time_encoding=None,
-        watch_namespaces=(),
-        ansible_debug_logs=False,
+        watching=Watching(watches_file="./watches.yaml", watch_namespaces=(), resync_rate=2.0),
+        api=Api(kubeconfig="", startup_timeout=None),
+        reconcile=Reconcile(
+            reconcile_period=36000.0,
+            max_concurrent_reconciles=default_max_concurrent_reconciles(),
+        ),
+        ansible=Ansible(
+            runner="warm",
+            ansible_verbosity=2,
+            ansible_roles_path="",
+            ansible_collections_path="",
+            ansible_args="",
+            ansible_run_timeout=None,
+            graceful_shutdown_timeout=30.0,
+        ),
+        proxy=Proxy(proxy_port=8888, inject_owner_ref=True),
+        serving=Serving(
+            metrics_bind_address=":8443",
+            health_probe_bind_address=":6789",
+            metrics_secure=False,
+            metrics_require_rbac=False,
+            metrics_cert_dir="",
+            enable_http2=False,
+        ),
+        election=Election(
+            leader_elect=False,
+            leader_election_id="",
+            leader_election_namespace="",
+            leader_elect_lease_duration=15.0,
+            leader_elect_renew_deadline=10.0,
+            shards=0,
+        ),
+        logging=Logging(
+            zap_devel=False,
+            zap_encoder=None,
+            zap_log_level=None,
+            zap_stacktrace_level=None,
+            zap_time_encoding=None,
+            ansible_log_events="Tasks",
+            ansible_debug_logs=False,
+        ),
         warnings=(),
     )
-    assert s.watches_all_namespaces
+
+
+def attribute_of(settings: RunSettings, path: str) -> Any:
+    """A setting by its path in the groups: `"election.leader_elect"`."""
+    group, name = path.split(".")
+    return getattr(getattr(settings, group), name)
 
 
 def test_default_workers_is_positive() -> None:
@@ -75,64 +99,68 @@ def test_default_workers_is_positive() -> None:
 @pytest.mark.parametrize(
     ("argv", "attribute", "value"),
     [
-        (["--watches-file=/opt/w.yaml"], "watches_file", "/opt/w.yaml"),
-        (["--watches-file", "/opt/w.yaml"], "watches_file", "/opt/w.yaml"),
-        (["--inject-owner-ref=false"], "inject_owner_ref", False),
-        (["--inject-owner-ref=0"], "inject_owner_ref", False),
-        (["--inject-owner-ref=F"], "inject_owner_ref", False),
-        (["--inject-owner-ref"], "inject_owner_ref", True),
-        (["--ansible-verbosity=5"], "ansible_verbosity", 5),
-        (["--ansible-verbosity", "0"], "ansible_verbosity", 0),
-        (["--ansible-verbosity=12"], "ansible_verbosity", 12),  # no range check on the flag
-        (["--ansible-roles-path=/roles:/more"], "ansible_roles_path", "/roles:/more"),
-        (["--ansible-collections-path=/colls"], "ansible_collections_path", "/colls"),
-        (["--ansible-args=--check"], "ansible_args", "--check"),
-        (["--ansible-args", "-e x=1"], "ansible_args", "-e x=1"),
-        (["--reconcile-period=1m"], "reconcile_period", 60.0),
-        (["--reconcile-period", "0"], "reconcile_period", 0.0),
-        (["--max-concurrent-reconciles=8"], "max_concurrent_reconciles", 8),
-        (["--max-concurrent-reconciles=0x10"], "max_concurrent_reconciles", 16),
-        (["--metrics-bind-address=:9090"], "metrics_bind_address", ":9090"),
-        (["--metrics-bind-address=0"], "metrics_bind_address", "0"),
-        (["--health-probe-bind-address=:8081"], "health_probe_bind_address", ":8081"),
-        (["--leader-elect"], "leader_elect", True),
-        (["--leader-elect=true"], "leader_elect", True),
-        (["--leader-elect=TRUE"], "leader_elect", True),
-        (["--leader-election-id=memcached-operator"], "leader_election_id", "memcached-operator"),
-        (["--leader-election-namespace=ops"], "leader_election_namespace", "ops"),
-        (["--leader-elect-lease-duration=30s"], "leader_elect_lease_duration", 30.0),
-        (["--leader-elect-renew-deadline=20s"], "leader_elect_renew_deadline", 20.0),
-        (["--graceful-shutdown-timeout=1m"], "graceful_shutdown_timeout", 60.0),
-        (["--proxy-port=9999"], "proxy_port", 9999),
-        (["--proxy-port=0"], "proxy_port", 0),
-        (["--enable-http2=false"], "enable_http2", False),
-        (["--metrics-secure=false"], "metrics_secure", False),
-        (["--metrics-secure"], "metrics_secure", True),
-        (["--metrics-secure", "--metrics-require-rbac"], "metrics_require_rbac", True),
-        (["--metrics-secure", "--metrics-cert-dir=/certs"], "metrics_cert_dir", "/certs"),
-        (["--ansible-run-timeout=10m"], "ansible_run_timeout", 600.0),
-        (["--resync-rate=0.5"], "resync_rate", 0.5),
-        ([], "runner", "warm"),  # ours by default; upstream's way on request
-        (["--runner=cold"], "runner", "cold"),
-        (["--resync-rate=20"], "resync_rate", 20.0),
-        (["--ansible-run-timeout=0s"], "ansible_run_timeout", None),
-        (["--zap-devel"], "zap_devel", True),
-        (["--zap-encoder=console"], "zap_encoder", "console"),
-        (["--zap-encoder=JSON"], "zap_encoder", "json"),
-        (["--zap-log-level=debug"], "zap_log_level", "debug"),
-        (["--zap-log-level=Error"], "zap_log_level", "error"),
-        (["--zap-log-level=3"], "zap_log_level", "3"),
-        (["--zap-stacktrace-level=panic"], "zap_stacktrace_level", "panic"),
-        (["--zap-time-encoding=rfc3339nano"], "zap_time_encoding", "rfc3339nano"),
-        (["--zap-time-encoding=ISO8601"], "zap_time_encoding", "iso8601"),
+        (["--watches-file=/opt/w.yaml"], "watching.watches_file", "/opt/w.yaml"),
+        (["--watches-file", "/opt/w.yaml"], "watching.watches_file", "/opt/w.yaml"),
+        (["--inject-owner-ref=false"], "proxy.inject_owner_ref", False),
+        (["--inject-owner-ref=0"], "proxy.inject_owner_ref", False),
+        (["--inject-owner-ref=F"], "proxy.inject_owner_ref", False),
+        (["--inject-owner-ref"], "proxy.inject_owner_ref", True),
+        (["--ansible-verbosity=5"], "ansible.ansible_verbosity", 5),
+        (["--ansible-verbosity", "0"], "ansible.ansible_verbosity", 0),
+        (["--ansible-verbosity=12"], "ansible.ansible_verbosity", 12),  # no range check on the flag
+        (["--ansible-roles-path=/roles:/more"], "ansible.ansible_roles_path", "/roles:/more"),
+        (["--ansible-collections-path=/colls"], "ansible.ansible_collections_path", "/colls"),
+        (["--ansible-args=--check"], "ansible.ansible_args", "--check"),
+        (["--ansible-args", "-e x=1"], "ansible.ansible_args", "-e x=1"),
+        (["--reconcile-period=1m"], "reconcile.reconcile_period", 60.0),
+        (["--reconcile-period", "0"], "reconcile.reconcile_period", 0.0),
+        (["--max-concurrent-reconciles=8"], "reconcile.max_concurrent_reconciles", 8),
+        (["--max-concurrent-reconciles=0x10"], "reconcile.max_concurrent_reconciles", 16),
+        (["--metrics-bind-address=:9090"], "serving.metrics_bind_address", ":9090"),
+        (["--metrics-bind-address=0"], "serving.metrics_bind_address", "0"),
+        (["--health-probe-bind-address=:8081"], "serving.health_probe_bind_address", ":8081"),
+        (["--leader-elect"], "election.leader_elect", True),
+        (["--leader-elect=true"], "election.leader_elect", True),
+        (["--leader-elect=TRUE"], "election.leader_elect", True),
+        (
+            ["--leader-election-id=memcached-operator"],
+            "election.leader_election_id",
+            "memcached-operator",
+        ),
+        (["--leader-election-namespace=ops"], "election.leader_election_namespace", "ops"),
+        (["--leader-elect-lease-duration=30s"], "election.leader_elect_lease_duration", 30.0),
+        (["--leader-elect-renew-deadline=20s"], "election.leader_elect_renew_deadline", 20.0),
+        (["--graceful-shutdown-timeout=1m"], "ansible.graceful_shutdown_timeout", 60.0),
+        (["--proxy-port=9999"], "proxy.proxy_port", 9999),
+        (["--proxy-port=0"], "proxy.proxy_port", 0),
+        (["--enable-http2=false"], "serving.enable_http2", False),
+        (["--metrics-secure=false"], "serving.metrics_secure", False),
+        (["--metrics-secure"], "serving.metrics_secure", True),
+        (["--metrics-secure", "--metrics-require-rbac"], "serving.metrics_require_rbac", True),
+        (["--metrics-secure", "--metrics-cert-dir=/certs"], "serving.metrics_cert_dir", "/certs"),
+        (["--ansible-run-timeout=10m"], "ansible.ansible_run_timeout", 600.0),
+        (["--resync-rate=0.5"], "watching.resync_rate", 0.5),
+        ([], "ansible.runner", "warm"),  # ours by default; upstream's way on request
+        (["--runner=cold"], "ansible.runner", "cold"),
+        (["--resync-rate=20"], "watching.resync_rate", 20.0),
+        (["--ansible-run-timeout=0s"], "ansible.ansible_run_timeout", None),
+        (["--zap-devel"], "logging.zap_devel", True),
+        (["--zap-encoder=console"], "logging.zap_encoder", "console"),
+        (["--zap-encoder=JSON"], "logging.zap_encoder", "json"),
+        (["--zap-log-level=debug"], "logging.zap_log_level", "debug"),
+        (["--zap-log-level=Error"], "logging.zap_log_level", "error"),
+        (["--zap-log-level=3"], "logging.zap_log_level", "3"),
+        (["--zap-stacktrace-level=panic"], "logging.zap_stacktrace_level", "panic"),
+        (["--zap-time-encoding=rfc3339nano"], "logging.zap_time_encoding", "rfc3339nano"),
+        (["--zap-time-encoding=ISO8601"], "logging.zap_time_encoding", "iso8601"),
         # The last occurrence wins, as in pflag.
-        (["--proxy-port=1", "--proxy-port=2"], "proxy_port", 2),
+        (["--proxy-port=1", "--proxy-port=2"], "proxy.proxy_port", 2),
         # The deprecated, ignored lock flag is accepted.
-        (["--leader-elect-resource-lock=leases"], "leader_elect", False),
+        (["--leader-elect-resource-lock=leases"], "election.leader_elect", False),
     ],
 )
 def test_flag_values(argv: list[str], attribute: str, value: Any) -> None:
-    assert getattr(settings(*argv), attribute) == value
+    assert attribute_of(settings(*argv), attribute) == value
 
 
 @pytest.mark.parametrize(
@@ -290,7 +318,7 @@ def test_parse_run_args_unknown_flag_exits_1() -> None:
 
 
 def test_parse_run_args_success() -> None:
-    assert parse_run_args(["--proxy-port=1234"], {}).proxy_port == 1234
+    assert parse_run_args(["--proxy-port=1234"], {}).proxy.proxy_port == 1234
 
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
@@ -311,19 +339,19 @@ def test_help_exits_0(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
     [
         (
             ["--metrics-addr=:9000"],
-            "metrics_bind_address",
+            "serving.metrics_bind_address",
             ":9000",
             "Flag --metrics-addr has been deprecated, use --metrics-bind-address instead",
         ),
         (
             ["--enable-leader-election"],
-            "leader_elect",
+            "election.leader_elect",
             True,
             "Flag --enable-leader-election has been deprecated, use --leader-elect instead",
         ),
         (
             ["--leader-elect-resource-lock=configmaps"],
-            "leader_elect",
+            "election.leader_elect",
             False,
             "Flag --leader-elect-resource-lock has been deprecated, This flag is now hardcoded to "
             "'leases', which is the only supported option by client-go",
@@ -332,20 +360,20 @@ def test_help_exits_0(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
 )
 def test_deprecated_aliases(argv: list[str], attribute: str, value: Any, warning: str) -> None:
     s = settings(*argv)
-    assert getattr(s, attribute) == value
+    assert attribute_of(s, attribute) == value
     assert s.warnings == (warning,)
 
 
 def test_bool_flag_does_not_take_the_next_argument() -> None:
     # pflag: "--leader-elect false" is leader-elect=true plus an ignored positional.
     s = settings("--leader-elect", "false")
-    assert s.leader_elect is True
+    assert s.election.leader_elect is True
     assert s.warnings == ("Ignoring positional arguments: false",)
 
 
 def test_double_dash_ends_flags() -> None:
     s = settings("--proxy-port=1", "--", "--nope", "x")
-    assert s.proxy_port == 1
+    assert s.proxy.proxy_port == 1
     assert s.warnings == ("Ignoring positional arguments: --nope x",)
 
 
@@ -365,7 +393,7 @@ def test_double_dash_ends_flags() -> None:
 def test_ansible_args_lose_one_pair_of_quotes_on_the_way_to_the_runner(
     raw: str, cmdline: str, tmp_path: Path
 ) -> None:
-    args = settings(f"--ansible-args={raw}").ansible_args
+    args = settings(f"--ansible-args={raw}").ansible.ansible_args
     assert args == raw  # the flag's value as given
     pdd = prepare_input_dir(
         tmp_path / "pdd", ident="1", extravars={}, kubeconfig="/kc", ansible_args=args, environ={}
@@ -389,8 +417,7 @@ def test_ansible_args_lose_one_pair_of_quotes_on_the_way_to_the_runner(
 )
 def test_watch_namespace(value: str, namespaces: tuple[str, ...]) -> None:
     s = settings(WATCH_NAMESPACE=value)
-    assert s.watch_namespaces == namespaces
-    assert s.watches_all_namespaces is (namespaces == ())
+    assert s.watching.watch_namespaces == namespaces
 
 
 @pytest.mark.parametrize(
@@ -428,7 +455,7 @@ def test_operator_name(
     argv: list[str], env: dict[str, str], leader_id: str, warnings: tuple[str, ...]
 ) -> None:
     s = build_run_settings(argv, env)
-    assert s.leader_election_id == leader_id
+    assert s.election.leader_election_id == leader_id
     assert s.warnings == warnings
 
 
@@ -451,7 +478,7 @@ def test_operator_name(
 )
 def test_ansible_log_events(value: str, expected: str, warning: str | None) -> None:
     s = settings(f"--ansible-log-events={value}")
-    assert s.ansible_log_events == expected
+    assert s.logging.ansible_log_events == expected
     assert s.warnings == ((warning,) if warning else ())
 
 
@@ -472,7 +499,7 @@ def test_ansible_log_events(value: str, expected: str, warning: str | None) -> N
 def test_ansible_debug_logs(value: str | None, expected: bool, warned: bool) -> None:
     env = {} if value is None else {"ANSIBLE_DEBUG_LOGS": value}
     s = build_run_settings([], env)
-    assert s.ansible_debug_logs is expected
+    assert s.logging.ansible_debug_logs is expected
     assert bool(s.warnings) is warned
 
 
@@ -497,7 +524,7 @@ def test_ansible_environ(
 
 def test_environ_defaults_to_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WATCH_NAMESPACE", "from-process")
-    assert build_run_settings([]).watch_namespaces == ("from-process",)
+    assert build_run_settings([]).watching.watch_namespaces == ("from-process",)
 
 
 # --- per-kind environment overrides -------------------------------------------------------------
@@ -625,9 +652,9 @@ def test_help_shows_each_default_as_pflag_prints_it_and_the_overriding_variables
 
 
 def test_shards_auto_a_count_and_what_is_refused() -> None:
-    assert build_run_settings([]).shards == 0
-    assert build_run_settings(["--shards", "auto"]).shards == 32
-    assert build_run_settings(["--shards=8"]).shards == 8
+    assert build_run_settings([]).election.shards == 0
+    assert build_run_settings(["--shards", "auto"]).election.shards == 32
+    assert build_run_settings(["--shards=8"]).election.shards == 8
     for bad in ("0", "257", "-1", "many", ""):
         with pytest.raises(SettingsError, match='"--shards" flag: expected auto or a number'):
             build_run_settings([f"--shards={bad}"] if bad else ["--shards="])

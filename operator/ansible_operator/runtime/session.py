@@ -17,9 +17,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from ansible_operator.core.annotations import log_verbosity, max_runner_artifacts, verbosity
-from ansible_operator.core.extravars import SpecError, build_extra_vars
-from ansible_operator.core.watches import Watch
+from ansible_operator.core import (
+    SpecError,
+    Watch,
+    build_extra_vars,
+    log_verbosity,
+    max_runner_artifacts,
+    verbosity,
+)
 from ansible_operator.kube import kubeconfig
 from ansible_operator.runner import (
     DEFAULT_BASE_DIR,
@@ -73,7 +78,7 @@ class RunSession:
         self.metrics = metrics
         self.runner_base = runner_base
         self._extra_env = extra_env  # read at each run: e.g. the user metrics URL, once bound
-        self._log_events = LogEventsMode.parse(settings.ansible_log_events)
+        self._log_events = LogEventsMode.parse(settings.logging.ansible_log_events)
 
     async def run(self, obj: dict[str, Any], *, finalizing: bool) -> RunResult:
         """Run Ansible for ``obj``; RunnerError when the run could not start."""
@@ -116,8 +121,8 @@ class RunSession:
                 role=role,
                 verbosity=run_verbosity,
                 rotate_artifacts=rotate,
-                ansible_args=self.settings.ansible_args,
-                timeout=self.watch.run_timeout or self.settings.ansible_run_timeout,
+                ansible_args=self.settings.ansible.ansible_args,
+                timeout=self.watch.run_timeout or self.settings.ansible.ansible_run_timeout,
                 extra_env=dict(self._extra_env()),
             )
             event_logger = EventLogger(
@@ -154,7 +159,7 @@ class RunSession:
         log_stats_stdout(runner_log, result.outcome.stats_stdout, **where)
         for warning in result.outcome.warnings:
             runner_log.warning(warning, extra={"job": ident})
-        if self.settings.ansible_debug_logs:
+        if self.settings.logging.ansible_debug_logs:
             log_debug_result(
                 runner_log, result.stdout_path, hidden=result.outcome.hidden_output, **where
             )
