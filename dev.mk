@@ -127,17 +127,19 @@ e2e: $(STAMP)  ## the end-to-end tests on the local cluster
 	$(BIN)/pytest tests/e2e $(PYTEST_ARGS)
 
 # `make bench`: bench/operator_bench.py (run from the repository root), the operator as a real
-# process with each runner mode, rounds interleaved, on the cluster ANSIBLE_OPERATOR_TEST_KUBECONFIG
-# names, else a private one. About 15 min on 2 CPUs; writes bench/results/<stamp>.json and .png,
-# and latest.md/latest.png.
+# process with each runner mode on each core of BENCH_CORES (from its virtualenv, made if missing),
+# rounds interleaved, on the cluster ANSIBLE_OPERATOR_TEST_KUBECONFIG names, else a private one.
+# About 15 min per core on 2 idle CPUs (BENCH_CORES='2.18 2.21' for fewer); writes
+# bench/results/<stamp>.json and .png, and latest.md/latest.png.
 BENCH_STAMP := $(VENV)/.bench-installed
 BENCH_ARGS ?=
+BENCH_CORES ?= $(CORES)
 $(BENCH_STAMP): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[test,bench]'
 	touch $@
 
-bench: $(BENCH_STAMP)  ## warm and cold runners side by side (bench/results/latest.md)
-	$(BIN)/python -m bench.operator_bench $(BENCH_ARGS)
+bench: $(BENCH_STAMP) $(foreach core,$(BENCH_CORES),$(call core_venv,$(core))/.installed)  ## warm and cold runners on each core side by side (bench/results/latest.md)
+	$(BIN)/python -m bench.operator_bench --cores='$(BENCH_CORES)' $(BENCH_ARGS)
 
 # `make soak`: the fault suite of issue 13 (tests/soak/suite.py), outside `make test`: SOAK_N CRs
 # on a private cluster of its own, SOAK_DURATION seconds of seeded random faults (SIGKILL and

@@ -1,10 +1,12 @@
 """The bench's figures from its raw samples, and the record it leaves: pure, no clock, no I/O
 except `write_record`.
 
-Raw samples are kept per runner mode (one value per round, or one per run for the figures taken
-once); the summary turns them into the figures of issue 14 (median and p95 over rounds, runs per
-second, memory, idle CPU, first Successful after a restart) and the ratio of each mode to the
-first mode named `cold`, the upstream way.
+Raw samples are kept per ansible-core and runner mode (one value per round, or one per run for
+the figures taken once); the summary turns them into the figures of issue 14 (median and p95
+over rounds, runs per second, memory, idle CPU, first Successful after a restart), the ratio of
+each mode to the cold runner of the same core, the upstream way, and (issue 22) each core's
+throughput as a fraction of the first core's in the same mode: is a newer core's warm runner as
+fast as the default's.
 """
 
 from __future__ import annotations
@@ -115,17 +117,53 @@ def ratios(summary: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, fl
     return found
 
 
+ACROSS_CORES = ("trivial_burst_runs_per_s", "memcached_burst_runs_per_s", "one_trivial_median_s")
+"""The figures compared between cores: the two bursts' throughput and a single CR's latency."""
+
+
+def to_reference(
+    summary: Mapping[str, Mapping[str, Mapping[str, float]]], reference: str
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Each other core's `ACROSS_CORES` figures divided by the reference core's, mode by mode."""
+    base = summary.get(reference, {})
+    found: dict[str, dict[str, dict[str, float]]] = {}
+    for core, modes in summary.items():
+        if core == reference:
+            continue
+        found[core] = {
+            mode: {
+                k: values[k] / base[mode][k]
+                for k in ACROSS_CORES
+                if k in values and base.get(mode, {}).get(k)
+            }
+            for mode, values in modes.items()
+        }
+    return found
+
+
 def build_record(
-    *, started: str, machine: Mapping[str, Any], settings: Mapping[str, Any], raw: Mapping[str, Any]
+    *,
+    started: str,
+    machine: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    raw: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, Any]:
-    summary = {mode: summarise_mode(samples, settings) for mode, samples in raw.items()}
+    """The record of a run whose `raw` samples are by core, then mode; the first core is the
+    one the others are compared with."""
+    summary = {
+        core: {mode: summarise_mode(samples, settings) for mode, samples in modes.items()}
+        for core, modes in raw.items()
+    }
+    reference = next(iter(raw), "")
     return {
         "started": started,
         "machine": dict(machine),
         "settings": dict(settings),
-        "raw": {mode: dict(samples) for mode, samples in raw.items()},
+        "raw": {core: {m: dict(s) for m, s in modes.items()} for core, modes in raw.items()},
         "summary": summary,
-        "ratios_to_cold": ratios(summary),
+        "ratios_to_cold": {core: ratios(modes) for core, modes in summary.items()},
+        "reference_core": reference,
+        "ratios_to_reference_core": to_reference(summary, reference),
     }
 
 
@@ -133,13 +171,14 @@ def _number(value: float) -> str:
     return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
 
 
-def markdown_table(record: Mapping[str, Any]) -> str:
-    """The figures as a markdown table: one column per mode, then each mode's ratio to cold."""
+def markdown_table(record: Mapping[str, Any], core: str) -> str:
+    """One core's figures as a markdown table: one column per mode, then each mode's ratio to
+    cold."""
     settings = record["settings"]
-    summary: Mapping[str, Mapping[str, float]] = record["summary"]
+    summary: Mapping[str, Mapping[str, float]] = record["summary"][core]
+    to_cold: Mapping[str, Mapping[str, float]] = record["ratios_to_cold"][core]
     modes = list(summary)
-    compared = list(record["ratios_to_cold"])
-    header = ["figure", *modes, *(f"{m}/{BASELINE}" for m in compared)]
+    header = ["figure", *modes, *(f"{m}/{BASELINE}" for m in to_cold)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for figure in FIGURES:
         if not any(figure.key in summary[m] for m in modes):
@@ -149,21 +188,57 @@ def markdown_table(record: Mapping[str, Any]) -> str:
         cells += [
             _number(summary[m][figure.key]) if figure.key in summary[m] else "-" for m in modes
         ]
-        for mode in compared:
-            ratio = record["ratios_to_cold"][mode].get(figure.key)
+        for mode in to_cold:
+            ratio = to_cold[mode].get(figure.key)
             cells.append("-" if ratio is None else f"{ratio:.2f}x")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
+def cores_table(record: Mapping[str, Any], mode: str = "warm") -> str:
+    """Every core's bursts side by side: runs/s of each mode, `mode`'s ratio to cold, and
+    `mode`'s runs/s as a fraction of the reference core's."""
+    settings, reference = record["settings"], record["reference_core"]
+    summary: Mapping[str, Mapping[str, Mapping[str, float]]] = record["summary"]
+    modes = list(summary[reference])
+    header = ["ansible-core"]
+    for figure in FIGURES:
+        if figure.key not in ACROSS_CORES[:2]:
+            continue
+        label = figure.label.format(**settings)
+        header += [f"{label}: {m} (runs/s)" for m in modes]
+        header += [f"{mode}/{BASELINE}", f"{mode}: of {reference}'s"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for core, by_mode in summary.items():
+        cells = [core]
+        for key in ACROSS_CORES[:2]:
+            cells += [_number(by_mode[m][key]) if key in by_mode.get(m, {}) else "-" for m in modes]
+            to_cold = record["ratios_to_cold"][core].get(mode, {}).get(key)
+            cells.append("-" if to_cold is None else f"{to_cold:.2f}x")
+            if core == reference:
+                cells.append("100%")
+            else:
+                fraction = record["ratios_to_reference_core"][core].get(mode, {}).get(key)
+                cells.append("-" if fraction is None else f"{fraction:.0%}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def latest_markdown(record: Mapping[str, Any], name: str) -> str:
-    """`latest.md`: what was run, on what, then the table."""
+    """`latest.md`: what was run, on what, the cores side by side, then the reference core's
+    figures."""
     settings, machine = record["settings"], record["machine"]
+    reference = record["reference_core"]
+    versions = machine.get("ansible_core", {})
+    cores = ", ".join(f"{c} ({versions[c]})" if c in versions else c for c in record["summary"])
+    rounds = f"{settings['rounds']} round" + ("s" if settings["rounds"] != 1 else "")
     return (
-        f"`make bench` of {record['started'][:16].replace('T', ' ')} UTC ({name}): modes "
-        f"{', '.join(settings['modes'])}, {settings['rounds']} rounds of {settings['singles']} "
-        f"single CRs, {settings['workers']} workers; {machine['cpus']} CPUs, load average "
-        f"{machine['load_average_at_start'][0]:.1f} at the start\n\n{markdown_table(record)}"
+        f"`make bench` of {record['started'][:16].replace('T', ' ')} UTC ({name}): ansible-core "
+        f"{cores}; modes {', '.join(settings['modes'])}, {rounds} of "
+        f"{settings['singles']} single CRs, {settings['workers']} workers; {machine['cpus']} "
+        f"CPUs, load average {machine['load_average_at_start'][0]:.1f} at the start\n\n"
+        f"Each core's bursts:\n\n{cores_table(record)}\n"
+        f"Every figure on ansible-core {reference}:\n\n{markdown_table(record, reference)}"
     )
 
 

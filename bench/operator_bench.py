@@ -1,21 +1,25 @@
-"""`make bench`: the operator as a real process, each runner mode side by side on one cluster.
+"""`make bench`: the operator as a real process, each runner mode on each ansible-core side by
+side on one cluster.
 
-Modes run interleaved round by round (cold, warm, cold, warm, ...) so machine noise hits them
-alike. Per round and mode, a fresh namespace and operator: one CR of each kind not measured (a
-new operator's warm-up: the warm runner's first run of a kind records what the kind's zygote
-imports and keeps its packaged modules and compiled templates; the memcached role sends its
-sample metrics once per operator), and until the memcached one's Deployment is available and the
-reconciles its status changes bring are over; then single trivial CRs one after another
+Each core's operator runs from that core's virtualenv (dev.mk's: this one for the default core,
+`<this>-ansible-core-<core>` beside it for the others; `make venv-ansible-core-<core>`). Cores and
+modes run interleaved round by round (2.18 cold, 2.18 warm, 2.19 cold, ...) so machine noise hits
+them alike. Per round, core and mode, a fresh namespace and operator: one CR of each kind not
+measured (a new operator's warm-up: the warm runner's first run of a kind records what the kind's
+zygote imports and keeps its packaged modules and compiled templates; the memcached role sends
+its sample metrics once per operator), and until the memcached one's Deployment is available and
+the reconciles its status changes bring are over; then single trivial CRs one after another
 (create → Successful), a burst of trivial CRs at once and a burst of memcached CRs at once
-(time until all are Successful). Once per mode, with ``--at-rest-crs`` trivial CRs all
-Successful: the memory (RSS and PSS of the operator and every descendant) and the CPU it uses at
-rest, then a restart, timed from the new process to a new CR's Successful. Successful is seen
-through a watch (the condition True at the CR's generation), never by polling.
+(time until all are Successful). Once per mode, on the first core named only (the default), with
+``--at-rest-crs`` trivial CRs all Successful (0: not measured): the memory (RSS and PSS of the
+operator and every descendant) and the CPU it uses at rest, then a restart, timed from the new
+process to a new CR's Successful. Successful is seen through a watch (the condition True at the
+CR's generation), never by polling.
 
 It writes `bench/results/<stamp>.json` (raw samples and figures), `<stamp>.png`, and `latest.md`
 and `latest.png`, which the README shows.
 
-    .venv/bin/python -m bench.operator_bench [--modes cold,warm] [--rounds 3] ...
+    .venv/bin/python -m bench.operator_bench [--cores 2.18,2.21] [--modes cold,warm] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ import contextlib
 import os
 import platform
 import queue
+import re
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -55,6 +61,8 @@ CRDS = (BENCH / "trivial-crd.yaml", REPO / "config/crd/bases/cache.example.com_m
 WAIT = 1800.0  # generous: a stuck run shows as a timeout, not as a hang
 QUIET = 3.0  # seconds without a finished reconcile: longer than a lone cold memcached run
 CREATORS = 8  # parallel API clients that create CRs
+CORES = ("2.18", "2.19", "2.20", "2.21")  # dev.mk's CORES
+DEFAULT_CORE = "2.18"  # the one of this project's own virtualenv (dev.mk's DEFAULT_CORE)
 
 
 class BenchError(Exception):
@@ -63,6 +71,35 @@ class BenchError(Exception):
 
 def say(message: str) -> None:
     print(f"[bench {datetime.now(UTC):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
+
+
+# --- each core's virtualenv ---------------------------------------------------------------------
+
+
+def core_python(core: str) -> Path:
+    """The interpreter of `core`'s virtualenv, named as dev.mk names them beside this one."""
+    own = Path(sys.prefix).resolve()
+    base = re.sub(r"-ansible-core-[0-9.]+$", "", own.name)
+    venv = own.with_name(base if core == DEFAULT_CORE else f"{base}-ansible-core-{core}")
+    python = venv / "bin" / "python"
+    if not python.exists():
+        raise BenchError(
+            f"no virtualenv of ansible-core {core} at {venv}: make venv-ansible-core-{core}"
+        )
+    return python
+
+
+def core_version(python: Path, core: str) -> str:
+    """The ansible-core release installed beside `python`, which must be a `core`."""
+    found = subprocess.run(
+        [python, "-c", "import ansible.release; print(ansible.release.__version__)"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    if found.split(".")[:2] != core.split("."):
+        raise BenchError(f"{python} has ansible-core {found or '(none)'}, not {core}")
+    return found
 
 
 # --- the cluster -----------------------------------------------------------------------------
@@ -234,7 +271,11 @@ class Bench:
         self.namespaces.append(name)
         return name
 
-    def launch(self, mode: str, namespace: str, *, ready: bool) -> launcher.OperatorProcess:
+    def launch(
+        self, mode: str, namespace: str, *, ready: bool, python: Path | None = None
+    ) -> launcher.OperatorProcess:
+        """The operator in `namespace` with the runner `mode`, run by `python` (None: this
+        one)."""
         args = [
             f"--max-concurrent-reconciles={self.args.workers}",
             "--zap-encoder=json",
@@ -249,12 +290,13 @@ class Bench:
             args=args,
             env={"ANSIBLE_ROLES_PATH": f"{REPO / 'roles'}:{BENCH / 'roles'}"},
             tmp_dir=self.work / "tmp" / namespace,
+            python=None if python is None else str(python),
         )
         return launcher.start(launch, ready=ready, ready_timeout=600)
 
-    def round(self, mode: str, number: int, raw: dict[str, Any]) -> None:
-        ns = self.namespace(f"{mode}-{number}")
-        op = self.launch(mode, ns, ready=True)
+    def round(self, core: str, mode: str, number: int, raw: dict[str, Any]) -> None:
+        ns = self.namespace(f"{core.replace('.', '')}-{mode}-{number}")
+        op = self.launch(mode, ns, ready=True, python=self.args.pythons[core])
         trivial = Successes(self.kubeconfig, ns, TRIVIAL)
         memcached = Successes(self.kubeconfig, ns, MEMCACHED)
         try:
@@ -277,7 +319,7 @@ class Bench:
             memcached.close()
             op.stop()
         say(
-            f"{mode} round {number}: one trivial {raw['one_trivial_s'][-1]:.2f} s, "
+            f"{core} {mode} round {number}: one trivial {raw['one_trivial_s'][-1]:.2f} s, "
             f"{self.args.trivial_burst} trivial {raw['trivial_burst_s'][-1]:.1f} s, "
             f"{self.args.memcached_burst} memcached {raw['memcached_burst_s'][-1]:.1f} s"
         )
@@ -307,12 +349,13 @@ class Bench:
             if now != finished:
                 finished, since = now, time.monotonic()
 
-    def at_rest(self, mode: str, raw: dict[str, Any]) -> None:
-        ns = self.namespace(f"{mode}-rest")
+    def at_rest(self, core: str, mode: str, raw: dict[str, Any]) -> None:
+        ns = self.namespace(f"{core.replace('.', '')}-{mode}-rest")
+        python = self.args.pythons[core]
         names = [f"cr-{i}" for i in range(self.args.at_rest_crs)]
         self.creator.many(ns, TRIVIAL, names)
         trivial = Successes(self.kubeconfig, ns, TRIVIAL)
-        op = self.launch(mode, ns, ready=True)
+        op = self.launch(mode, ns, ready=True, python=python)
         try:
             trivial.wait(names)
             say(f"{mode}: {len(names)} CRs Successful; at rest for {self.args.idle_seconds} s")
@@ -333,7 +376,7 @@ class Bench:
         # The restart: from the new process to a CR created at once Successful, with every
         # other CR already Successful at its generation (so re-run at the resync rate).
         start = time.monotonic()
-        op = self.launch(mode, ns, ready=False)
+        op = self.launch(mode, ns, ready=False, python=python)
         try:
             self.creator.one(ns, TRIVIAL, "after-restart")
             raw["restart_first_successful_s"].append(trivial.wait(["after-restart"]) - start)
@@ -341,8 +384,8 @@ class Bench:
             trivial.close()
             op.stop()
         say(
-            f"{mode} at rest: RSS {raw['rest_rss_mib']:.0f} MiB, PSS {raw['rest_pss_mib']:.0f} "
-            f"MiB in {raw['rest_processes']} processes, idle CPU "
+            f"{core} {mode} at rest: RSS {raw['rest_rss_mib']:.0f} MiB, PSS "
+            f"{raw['rest_pss_mib']:.0f} MiB in {raw['rest_processes']} processes, idle CPU "
             f"{raw['rest_idle_cpu_percent']:.2f}%; after a restart, a new CR Successful in "
             f"{raw['restart_first_successful_s'][-1]:.1f} s"
         )
@@ -373,14 +416,13 @@ def reconciles(op: launcher.OperatorProcess) -> float:
     )
 
 
-def machine() -> dict[str, Any]:
-    import ansible
+def machine(versions: dict[str, str]) -> dict[str, Any]:
     import ansible_runner  # type: ignore[import-untyped]
 
     return {
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
-        "ansible_core": ansible.__version__ if hasattr(ansible, "__version__") else "",
+        "ansible_core": versions,
         "ansible_runner": getattr(ansible_runner, "__version__", ""),
         "load_average_at_start": os.getloadavg(),
     }
@@ -389,55 +431,73 @@ def machine() -> dict[str, Any]:
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     doc = __doc__ or ""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument(
+        "--cores",
+        default=",".join(CORES),
+        help="ansible-cores (comma- or space-separated), each from its virtualenv; the first "
+        "is the one the others are compared with",
+    )
     parser.add_argument("--modes", default="cold,warm", help="runner modes, interleaved")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--singles", type=int, default=3, help="single trivial CRs per round")
     parser.add_argument("--trivial-burst", type=int, default=30)
     parser.add_argument("--memcached-burst", type=int, default=20)
-    parser.add_argument("--at-rest-crs", type=int, default=1000)
+    parser.add_argument("--at-rest-crs", type=int, default=1000, help="0: no at-rest figures")
     parser.add_argument("--idle-seconds", type=float, default=20.0)
     parser.add_argument("--settle-seconds", type=float, default=5.0)
     parser.add_argument("--workers", type=int, default=2, help="--max-concurrent-reconciles")
     parser.add_argument("--results", type=Path, default=BENCH / "results")
     args = parser.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    for name in ("rounds", "singles", "trivial_burst", "memcached_burst", "at_rest_crs", "workers"):
+    args.cores = [c for c in re.split(r"[,\s]+", args.cores) if c]
+    for name in ("rounds", "singles", "trivial_burst", "memcached_burst", "workers"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.at_rest_crs < 0:
+        parser.error("--at-rest-crs must be at least 0")
     if not args.modes:
         parser.error("--modes names no mode")
+    unknown = [c for c in args.cores if c not in CORES]
+    if unknown or not args.cores or len(set(args.cores)) != len(args.cores):
+        parser.error(f"--cores names each of {', '.join(CORES)} at most once, and one at least")
     return args
 
 
 def run(args: argparse.Namespace) -> Path:
     started = datetime.now(UTC)
     stamp = started.strftime("%Y%m%dT%H%M%SZ")
-    settings = {k: v for k, v in vars(args).items() if k != "results"}
+    settings = {k: v for k, v in vars(args).items() if k not in ("results", "pythons")}
+    args.pythons = {core: core_python(core) for core in args.cores}
+    versions = {core: core_version(python, core) for core, python in args.pythons.items()}
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp, cluster(Path(tmp)) as kubeconfig:
         bench = Bench(args, kubeconfig, Path(tmp), stamp)
-        raw: dict[str, dict[str, Any]] = {
-            mode: {
-                "one_trivial_s": [],
-                "trivial_burst_s": [],
-                "memcached_burst_s": [],
-                "restart_first_successful_s": [],
+        raw: dict[str, dict[str, dict[str, Any]]] = {
+            core: {
+                mode: {
+                    "one_trivial_s": [],
+                    "trivial_burst_s": [],
+                    "memcached_burst_s": [],
+                    "restart_first_successful_s": [],
+                }
+                for mode in args.modes
             }
-            for mode in args.modes
+            for core in args.cores
         }
         try:
             install_crds(bench.api)
             for number in range(args.rounds):
-                for mode in args.modes:
-                    bench.round(mode, number, raw[mode])
-            for mode in args.modes:
-                bench.at_rest(mode, raw[mode])
+                for core in args.cores:
+                    for mode in args.modes:
+                        bench.round(core, mode, number, raw[core][mode])
+            for mode in args.modes if args.at_rest_crs else ():
+                bench.at_rest(args.cores[0], mode, raw[args.cores[0]][mode])
         finally:
             bench.cleanup()
     record = figures.build_record(
-        started=started.isoformat(), machine=machine(), settings=settings, raw=raw
+        started=started.isoformat(), machine=machine(versions), settings=settings, raw=raw
     )
     path = figures.write_record(record, args.results, stamp)
-    table = figures.markdown_table(record)
+    table = figures.cores_table(record)
     png = args.results / f"{stamp}.png"
     plot.plot(record, png)
     shutil.copyfile(png, args.results / "latest.png")

@@ -60,6 +60,13 @@ def test_a_flag_the_caller_gives_replaces_the_launchers(tmp_path):
     assert ports == launcher.Ports(metrics=None, probes=7000)
 
 
+def test_another_virtualenvs_python_runs_the_operator_when_named(tmp_path):
+    """`make bench` runs each ansible-core's operator from that core's virtualenv."""
+    python = str(tmp_path / ".venv-ansible-core-2.21/bin/python")
+    argv, _ = launcher.command(config(tmp_path, python=python), [41001, 41002])
+    assert argv[:4] == [python, "-m", "ansible_operator.cli", "run"]
+
+
 # -- environment -----------------------------------------------------------------------------
 
 

@@ -50,6 +50,7 @@ class LaunchConfig:
     env: Mapping[str, str] = field(default_factory=dict)  # set last, over everything
     tmp_dir: Path | None = None  # TMPDIR of its own
     clean_environment: bool = False  # True: only PATH and HOME of the caller's environment
+    python: str | None = None  # the interpreter (of a virtualenv) to run it with; None: this one
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,8 @@ def command(config: LaunchConfig, free: Sequence[int]) -> tuple[list[str], Ports
         "webhook-bind-address": "127.0.0.1:0",
     }
     added = [f"--{name}={value}" for name, value in defaults.items() if _flag(args, name) is None]
-    argv = [sys.executable, "-m", "ansible_operator.cli", "run", *added, *args]
+    python = config.python or sys.executable
+    argv = [python, "-m", "ansible_operator.cli", "run", *added, *args]
     ports = Ports(
         metrics=_port_of(_flag(argv, "metrics-bind-address") or ""),
         probes=_port_of(_flag(argv, "health-probe-bind-address") or ""),
