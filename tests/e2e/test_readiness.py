@@ -7,86 +7,23 @@ test, which can stop answering (connections cut, new ones held unanswered) and r
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
 import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
-import yaml
 
 from ansible_operator.devcluster.processes import free_ports
 from ansible_operator.runtime.readiness import API_GRACE
 
 from .crds import GROUP, VERSION, install_crds, kind_crd, remove_crds
 from .operators import Operator
+from .relay import relayed_kubeconfig as relayed_kubeconfig_of
 from .resources import new_cr, wait_condition
 from .waiting import wait_until
 
 pytestmark = pytest.mark.e2e
-
-
-class Relay:
-    """Forwards loopback connections to ``target``; ``silence()`` cuts them and leaves new ones
-    unanswered (a black hole, as a lost network looks), ``resume()`` forwards again."""
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.silent = threading.Event()
-        self.lock = threading.Lock()
-        self.open: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return  # closed
-            with self.lock:
-                self.open.append(conn)
-            if not self.silent.is_set():
-                upstream = socket.create_connection(self.target)
-                with self.lock:
-                    self.open.append(upstream)
-                for a, b in ((conn, upstream), (upstream, conn)):
-                    threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (source, sink):
-                s.close()
-
-    def _close_all(self) -> None:
-        with self.lock:
-            for s in self.open:
-                with contextlib.suppress(OSError):
-                    s.shutdown(socket.SHUT_RDWR)
-                s.close()
-            self.open.clear()
-
-    def silence(self) -> None:
-        self.silent.set()
-        self._close_all()
-
-    def resume(self) -> None:
-        self._close_all()  # the held connections end; clients reconnect
-        self.silent.clear()
-
-    def close(self) -> None:
-        self.listener.close()
-        self._close_all()
 
 
 def readyz(port: int) -> tuple[int | None, str]:
@@ -101,13 +38,8 @@ def readyz(port: int) -> tuple[int | None, str]:
 
 @pytest.fixture
 def relayed_kubeconfig(cluster, tmp_path):
-    config = yaml.safe_load(cluster.kubeconfig.read_text())
-    [entry] = config["clusters"]
-    server = urlsplit(entry["cluster"]["server"])
-    relay = Relay((server.hostname or "127.0.0.1", server.port or 443))
-    entry["cluster"]["server"] = f"https://127.0.0.1:{relay.port}"  # in the server's certificate
     path = tmp_path / "relayed.kubeconfig"
-    path.write_text(yaml.safe_dump(config))
+    relay = relayed_kubeconfig_of(cluster.kubeconfig, path)
     try:
         yield relay, path
     finally:
@@ -145,8 +77,8 @@ def test_ready_only_with_the_api_server_and_the_watches(
             what="/readyz to wait for the watches",
             timeout=180,
         )
-        # Watching given namespaces, kopf finds the watched kinds once, at start: a restart
-        # after the CRD is installed watches it.
+        # Once the CRD is installed, the kind is watched (here by a restart; a running operator
+        # finds it too, at its informer's next try).
         operator.stop()
         with cluster.api_client() as api_client:
             install_crds(api_client, [kind_crd(new_kind)])

@@ -254,8 +254,8 @@ def test_cancellation_kills_the_whole_process_tree(
 def test_the_run_survives_the_cancellation_of_the_loops_other_tasks(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
-    # What kopf does to every task created since it started, when its watches stop or restart:
-    # the run must neither pass for ended nor end early.
+    # Any other task of the loop cancelled (as a watch library once did to every task created
+    # since it started): the run must neither pass for ended nor end early.
     request = make_request(playbook=str(PLAYBOOKS / "sleep_briefly.yml"))
     tag = request.extra_env[TAG_ENV]
 

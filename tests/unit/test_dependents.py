@@ -1,11 +1,10 @@
 """Dependent watches without a cluster: which kinds get watched, what an event re-runs, what is
-remembered, and the list+watch loop through relists, bookmarks and restarts."""
+remembered, and what their informers' relists re-run (the informer itself: test_informer.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -21,6 +20,7 @@ from ansible_operator.runtime.dependents import (
     apply_event,
     event_owners,
 )
+from tests.unit.fake_watch import FakeClient, ev, page
 
 MC = GVK("cache.example.com", "v1alpha1", "Memcached")
 OTHER_OWNER = GVK("cache.example.com", "v1alpha1", "Redis")
@@ -99,9 +99,9 @@ def test_losing_an_owner_re_runs_the_old_owner():
     assert state == {}
 
 
-def test_an_object_that_just_became_owned_re_runs_its_owner_except_in_a_relist():
+def test_an_object_that_just_became_owned_re_runs_its_owner():
     assert apply_event({}, "MODIFIED", OWNED, owners_of) == {(MC, ("shop", "mc"))}
-    assert apply_event({}, "MODIFIED", OWNED, owners_of, relist=True) == set()
+    assert apply_event({}, "ADDED", OWNED, owners_of) == set()  # new, or new to a relist
 
 
 def test_annotation_owners_and_subscription_modes():
@@ -127,51 +127,25 @@ def test_annotation_owners_and_subscription_modes():
 # -- which kinds get watched ---------------------------------------------------------------------
 
 
-OWNER_DISCOVERY_PATH = f"/apis/{MC.group}/{MC.version}"
 OWNER_DISCOVERY = {
     "resources": [
         {"name": "memcacheds", "kind": "Memcached", "namespaced": True},
         {"name": "redis", "kind": "Redis", "namespaced": True},
     ]
 }
+CORE_DISCOVERY = {
+    "resources": [
+        {"name": "configmaps", "kind": "ConfigMap", "namespaced": True},
+        {"name": "namespaces", "kind": "Namespace", "namespaced": False},
+    ]
+}
 
 
-class FakeClient:
-    """Lists and watch streams from a script; anything unscripted waits forever."""
-
-    def __init__(self) -> None:
-        self.lists: list[dict] = []
-        self.streams: list[list[dict] | Exception] = []
-        self.paths: dict[str, Any] = {}
-        self.calls: list[tuple[str, str, dict]] = []
-        self.watching = asyncio.Event()
-
-    async def get(self, path: str, params: dict | None = None) -> Any:
-        return await self.request("GET", path, params=params)
-
-    async def request(self, method, path, *, params=None, headers=None, **_: Any) -> Any:
-        if path == OWNER_DISCOVERY_PATH:  # the owner kinds' scope, looked up at start
-            return OWNER_DISCOVERY
-        self.calls.append((method, path, dict(params or {})))
-        if path in self.paths:
-            value = self.paths[path]
-            if isinstance(value, Exception):
-                raise value
-            return value
-        if self.lists:
-            return self.lists.pop(0)
-        await asyncio.Event().wait()
-
-    async def watch(self, path: str, params: dict, *, read_timeout: float) -> AsyncIterator[dict]:
-        self.calls.append(("WATCH", path, dict(params)))
-        if not self.streams:
-            self.watching.set()
-            await asyncio.Event().wait()
-        script = self.streams.pop(0)
-        if isinstance(script, Exception):
-            raise script
-        for event in script:
-            yield event
+def fake_client() -> FakeClient:
+    """Scripted lists and streams; the owner kinds' and core kinds' discovery answered."""
+    return FakeClient(
+        discovery={f"/apis/{MC.group}/{MC.version}": OWNER_DISCOVERY, "/api/v1": CORE_DISCOVERY}
+    )
 
 
 def run(scenario):
@@ -201,7 +175,7 @@ def make(client, watches, namespaces=()):
 )
 def test_which_writes_start_a_watch(watch, resource, obj, namespaces, expected):
     async def scenario():
-        deps, _ = make(FakeClient(), [watch], namespaces)
+        deps, _ = make(fake_client(), [watch], namespaces)
         await deps.start(recover=False)
         deps.observe(watch, resource, obj)
         kind = deps.kinds.get(GVK(resource.group, resource.version, resource.kind))
@@ -231,7 +205,7 @@ ANNOTATED_NS = {
 def test_cluster_scoped_dependents(cluster_scoped, namespaces, watched):
     async def scenario():
         watch = Watch(MC, watch_cluster_scoped_resources=cluster_scoped)
-        deps, _ = make(FakeClient(), [watch], namespaces)
+        deps, _ = make(fake_client(), [watch], namespaces)
         await deps.start(recover=False)
         deps.observe(watch, NAMESPACES, ANNOTATED_NS)
         assert (GVK("", "v1", "Namespace") in deps.kinds) is watched
@@ -246,7 +220,7 @@ def test_cluster_scoped_dependents(cluster_scoped, namespaces, watched):
 
 def test_a_kind_is_watched_once_per_owner_and_once_per_namespace():
     async def scenario():
-        client = FakeClient()
+        client = fake_client()
         watch, other = Watch(MC), Watch(OTHER_OWNER)
         deps, _ = make(client, [watch, other], ("shop", "elsewhere"))
         await deps.start(recover=False)
@@ -269,7 +243,7 @@ def test_a_kind_is_watched_once_per_owner_and_once_per_namespace():
 
 def test_nothing_is_watched_before_start_or_after_stop():
     async def scenario():
-        deps, _ = make(FakeClient(), [Watch(MC)])
+        deps, _ = make(fake_client(), [Watch(MC)])
         deps.observe(Watch(MC), CONFIG_MAPS, OWNED)
         assert deps.kinds == {}
         await deps.start(recover=False)
@@ -283,17 +257,6 @@ def test_nothing_is_watched_before_start_or_after_stop():
 # -- the list+watch loop -------------------------------------------------------------------------
 
 
-def page(*items, rv="10", cont=None):
-    meta: dict[str, Any] = {"resourceVersion": rv}
-    if cont:
-        meta["continue"] = cont
-    return {"kind": "ConfigMapList", "metadata": meta, "items": list(items)}
-
-
-def ev(kind, obj):
-    return {"type": kind, "object": obj}
-
-
 def test_events_re_run_owners_and_a_410_relists():
     a, b = cm("a", refs=[ref("mc-a")]), cm("b", refs=[ref("mc-b")])
     changed_a = copy.deepcopy(a)
@@ -301,7 +264,7 @@ def test_events_re_run_owners_and_a_410_relists():
     changed_a["metadata"]["resourceVersion"] = "12"
 
     async def scenario():
-        client = FakeClient()
+        client = fake_client()
         client.lists = [
             page(a, cont="more"),
             page(b, cm("nobodys"), rv="11"),
@@ -335,7 +298,7 @@ def test_events_re_run_owners_and_a_410_relists():
 
 def test_a_failing_watch_is_retried_and_an_unknown_error_event_too():
     async def scenario():
-        client = FakeClient()
+        client = fake_client()
         client.lists = [page(OWNED)]
         client.streams = [
             ApiError(500, "InternalError", "boom"),
@@ -358,7 +321,7 @@ def test_a_failing_watch_is_retried_and_an_unknown_error_event_too():
 
 def test_recovery_finds_kinds_holding_owned_objects():
     async def scenario():
-        client = FakeClient()
+        client = fake_client()
         client.paths = {
             "/api": {"versions": ["v1"]},
             "/apis": {

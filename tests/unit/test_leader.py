@@ -91,7 +91,7 @@ class FakeLock:
         self.store.write(record)
         self.seen_version = self.store.version
 
-    async def wait_for_change(self, changed: asyncio.Event, retry: float) -> None:
+    async def wait_for_change(self, changed: asyncio.Event) -> None:
         mine = self.store.subscribe()
         while True:
             await mine.wait()

@@ -129,34 +129,3 @@ def test_run_by_default_has_no_stack_on_info_lines(tmp_path):
     lines = run_operator(tmp_path)
     logged = next(line for line in lines if line["msg"].startswith("Flag --metrics-addr"))
     assert isinstance(logged["ts"], str) and "stacktrace" not in logged
-
-
-@pytest.mark.parametrize(
-    ("name", "message", "level"),
-    [
-        ("kopf._core.reactor.observation",
-         "Request attempt #1/129 failed; will retry: GET https://h/api -> ClientConnectorError()",
-         "warning"),
-        ("kopf._cogs.clients.api", "Request attempt #9/9 failed; escalating: GET x -> E()",
-         "error"),
-        ("cmd", "Request attempt #1 failed; will retry: mine", "error"),
-    ],
-)  # fmt: skip
-def test_kopf_s_retried_requests_are_warnings_without_a_stack(name, message, level):
-    """An API outage is not a bug: kopf's will-retry errors become warnings, with no stack."""
-    out = io.StringIO()
-    handler = logging.StreamHandler(out)
-    handler.setFormatter(logs.JsonFormatter())
-    handler.addFilter(logs.KopfRetryFilter())
-    handler.addFilter(logs.StacktraceFilter(logs.STACKTRACE_LEVELS["error"]))
-    logger = logging.getLogger(name)
-    logger.propagate = False
-    logger.handlers[:] = [handler]
-    try:
-        logger.error(message)
-    finally:
-        logger.handlers[:] = []
-        logger.propagate = True
-    line = json.loads(out.getvalue())
-    assert line["level"] == level
-    assert ("stacktrace" in line) is (level == "error")

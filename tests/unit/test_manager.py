@@ -1,4 +1,4 @@
-"""The manager's wiring: a controller and a kopf handler per watch, dependents reaching their
+"""The manager's wiring: a controller and its informers per watch, dependents reaching their
 owners' controllers, the path flags and the user metrics URL reaching runs, all without a
 cluster (an in-memory API server and a scripted runner stand in)."""
 
@@ -31,10 +31,12 @@ GADGET = Watch(gvk=GVK("test.example.com", "v1", "Gadget"), role="/roles/gadget"
 CREDS = Credentials(server="https://127.0.0.1:1", insecure=True)
 
 
-def make_operator(api: FakeApi, runner: ScriptedRunner | None, *argv: str) -> Operator:
+def make_operator(
+    api: FakeApi, runner: ScriptedRunner | None, *argv: str, namespaces: str = ""
+) -> Operator:
     settings = build_run_settings(
         ["--metrics-bind-address=0", "--health-probe-bind-address=0", *argv],
-        {"PATH": os.environ.get("PATH", "")},
+        {"PATH": os.environ.get("PATH", ""), "WATCH_NAMESPACE": namespaces},
     )
     ansible = AnsibleVersions(core="2.18.6", runner="2.4.1", playbook="/x") if runner else None
     return Operator(settings, [THING, GADGET], CREDS, client=api, runner=runner, ansible=ansible)  # type: ignore[arg-type]
@@ -62,20 +64,24 @@ async def process_one(controller: Controller) -> None:
         controller.queue.done(key)
 
 
-def test_each_watch_gets_a_controller_fed_by_a_kopf_event_handler() -> None:
-    op = make_operator(FakeApi(THINGS, GADGETS), ScriptedRunner([]))
+def test_each_watch_gets_a_controller_fed_by_an_informer_per_namespace() -> None:
+    op = make_operator(FakeApi(THINGS, GADGETS), ScriptedRunner([]), namespaces="a,b")
     assert [c.watch for c in op.controllers] == [THING, GADGET]
-    handlers = {h.id: h for h in op.registry._watching.get_all_handlers()}
-    assert set(handlers) == {"watch-thing.test.example.com-v1", "watch-gadget.test.example.com-v1"}
-
-    event = {"type": None, "object": {"metadata": {"name": "a", "namespace": "ns"}}}
-    asyncio.run(handlers["watch-gadget.test.example.com-v1"].fn(event=event, resource=None))
+    assert [(i.gvk, i.namespace) for i in op.informers] == [
+        (THING.gvk, "a"),
+        (THING.gvk, "b"),
+        (GADGET.gvk, "a"),
+        (GADGET.gvk, "b"),
+    ]
+    op.informers[2]._handler("ADDED", {"metadata": {"name": "x", "namespace": "a"}})
     thing, gadget = op.controllers
     assert (len(thing.queue), len(gadget.queue)) == (0, 1)
+    everywhere = make_operator(FakeApi(THINGS, GADGETS), ScriptedRunner([]))
+    assert [i.namespace for i in everywhere.informers] == [None, None]
 
 
-def test_a_dependent_change_before_kopfs_first_event_reconciles_its_owner() -> None:
-    # kopf has delivered nothing yet: the owner kind is found by discovery, not from kopf.
+def test_a_dependent_change_before_the_first_list_reconciles_its_owner() -> None:
+    # No informer has listed yet: the owner kind is found by discovery, not from an event.
     api = api_with_thing()
     runner = ScriptedRunner([succeeded()])
     op = make_operator(api, runner)

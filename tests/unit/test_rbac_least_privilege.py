@@ -65,8 +65,9 @@ _WEBHOOK = "runtime/conversion_webhook.py"
 # The runtime's requests on each watched kind; "{}" is the kind's resource.
 PER_KIND = [
     Need("", "{}", "get", "runtime/reconciler.py", "await self.client.get(resource.path("),
-    Need("", "{}", "list", "runtime/manager.py", "kopf.on.event("),  # kopf lists, then watches
-    Need("", "{}", "watch", "runtime/manager.py", "kopf.on.event("),
+    # One informer per watched kind: it lists, then watches.
+    Need("", "{}", "list", "kube/informer.py", "list_pages(self._client, path"),
+    Need("", "{}", "watch", "kube/informer.py", "stream = self._client.watch("),
     Need("", "{}/status", "update", "runtime/status.py", 'client.request("PUT", path + "/status"'),
 ]
 # ... on a kind whose watch has a finalizer: added and removed with a JSON patch.
@@ -75,8 +76,8 @@ PER_FINALIZER = [
 ]
 # ... on each kind a role writes (not blacklisted): the dependent watches list and watch it.
 PER_DEPENDENT = [
-    Need("", "{}", "list", "runtime/dependents.py", "version = await self._list(kind, scope"),
-    Need("", "{}", "watch", "runtime/dependents.py", "stream = self._client.watch("),
+    Need("", "{}", "list", "runtime/dependents.py", "return Informer("),
+    Need("", "{}", "watch", "runtime/dependents.py", "return Informer("),
 ]
 MANAGER_RUNTIME = [
     # the conversion webhook: the CRDs it converts for, and their client configuration
@@ -85,27 +86,12 @@ MANAGER_RUNTIME = [
     Need(*_CRDS, "patch", _WEBHOOK, '"PATCH", f"{CRD_PATH}/{crd_name}",'),
     # Warning and Normal Events on the CRs
     Need("", "events", "create", "runtime/recorder.py", 'request("POST", f"/api/v1/namespaces/'),
-    # kopf watches CRDs to notice kinds installed later, when it watches every namespace
-    Need(
-        "apiextensions.k8s.io",
-        "customresourcedefinitions",
-        "list",
-        "runtime/manager.py",
-        "settings.scanning.disabled = bool(self.settings.watch_namespaces)",
-    ),
-    Need(
-        "apiextensions.k8s.io",
-        "customresourcedefinitions",
-        "watch",
-        "runtime/manager.py",
-        "settings.scanning.disabled = bool(self.settings.watch_namespaces)",
-    ),
 ]
 LEASES = ("coordination.k8s.io", "leases")
 LEADER_ELECTION_RUNTIME = [
     Need(*LEASES, "get", "runtime/leader.py", "self._client.get(self._path)"),
     Need(*LEASES, "list", "runtime/shards.py", "lease_collection(self.config.namespace)"),
-    Need(*LEASES, "watch", "runtime/leader.py", "self._client.watch(self._collection"),
+    Need(*LEASES, "watch", "runtime/leader.py", "informer = Informer("),
     Need(*LEASES, "create", "runtime/leader.py", 'request("POST", self._collection'),
     Need(*LEASES, "update", "runtime/leader.py", 'request("PUT", self._path'),
     Need(*LEASES, "delete", "runtime/leader.py", 'request("DELETE", self._path'),

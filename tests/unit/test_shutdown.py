@@ -139,7 +139,7 @@ def test_a_run_gets_its_result_or_its_error_through_the_gate() -> None:
 
 
 def test_a_run_does_not_depend_on_tasks_created_while_it_runs() -> None:
-    # kopf cancels every task created since it started whenever its watches stop or restart.
+    # Tasks created while a run goes on may be cancelled by whoever made them.
     gate = RunGate()
     runs = Runs(gate, {"x": 0.3})
 
@@ -190,3 +190,22 @@ def test_a_second_stop_signal_interrupts_at_once() -> None:
 
     within(60, scenario())
     assert runs.interrupted == {"long": "the operator was told twice to stop"}
+
+
+def test_after_a_stop_signal_no_key_is_taken_even_before_the_drain() -> None:
+    gate = RunGate()
+    runs = Runs(gate)
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        controller = Controller(WATCH, runs.reconcile, workers=1)
+        handler = on_stop_signal(stop, gate, [controller])
+        task = asyncio.create_task(controller.run())
+        handler()
+        controller.handle_event("ADDED", {"metadata": {"name": "late", "namespace": "ns"}})
+        assert len(controller.queue) == 0  # refused, not waiting for a worker
+        await drain([controller], gate, timeout=1)
+        await task
+
+    within(60, scenario())
+    assert runs.ended == {} and runs.interrupted == {}

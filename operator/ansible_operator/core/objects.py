@@ -1,8 +1,8 @@
 """Reading an object's metadata (its key, annotations, labels), whatever shape it came in.
 
-Objects reach the operator from the API server, from kopf and from roles' writes through the
-proxy, so nothing is assumed: a missing or malformed ``metadata`` (or field in it) reads as
-empty, never as an exception.
+Objects reach the operator from the API server (lists, watches, a relist's stand-ins for what
+vanished) and from roles' writes through the proxy, so nothing is assumed: a missing or
+malformed ``metadata`` (or field in it) reads as empty, never as an exception.
 """
 
 # No `from __future__ import annotations`: it would take the name of `annotations()` below.

@@ -20,7 +20,7 @@ CREATE = "create"
 UPDATE = "update"
 DELETE = "delete"
 
-# Kubernetes watch event types and kopf's reasons, mapped onto the three kinds above.
+# Kubernetes watch event types and the predicates' own names, mapped onto the three kinds above.
 _EVENT_KINDS = {
     "create": CREATE,
     "added": CREATE,

@@ -1,10 +1,10 @@
-"""A small asynchronous Kubernetes API client on aiohttp (kopf's own HTTP library).
+"""A small asynchronous Kubernetes API client on aiohttp.
 
 The operator needs a handful of verbs on arbitrary kinds: get, replace, patch, create, delete
-and watch (``discovery`` builds on them). The official client would cost tens of MiB in the
-operator process for that, so this module speaks JSON over HTTPS directly. Errors are typed:
-``ApiError`` carries the status, reason and message the API server returned; ``Unreachable``
-means no answer at all.
+and watch (``discovery`` and ``informer`` build on them). The official client would cost tens
+of MiB in the operator process for that, so this module speaks JSON over HTTPS directly. Errors
+are typed: ``ApiError`` carries the status, reason and message the API server returned;
+``Unreachable`` means no answer at all.
 """
 
 from __future__ import annotations

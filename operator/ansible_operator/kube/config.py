@@ -3,8 +3,8 @@
 ``--kubeconfig`` (``run``'s flag, which upstream's binary takes from controller-runtime) first,
 then ``KUBECONFIG``, then the in-cluster ServiceAccount, then ``~/.kube/config``, as
 controller-runtime's ``config.GetConfig()`` does.
-The result is one plain ``Credentials`` value shared by kopf's watches, our own client and the
-kubeconfig handed to each Ansible run.
+The result is one plain ``Credentials`` value shared by the operator's client (and so its
+watches) and the kubeconfig handed to each Ansible run.
 """
 
 from __future__ import annotations

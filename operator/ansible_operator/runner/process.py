@@ -386,9 +386,8 @@ class ColdRunner:
         deadline = None if request.timeout is None else started + request.timeout
         pgid = proc.pid  # start_new_session: the child leads its own group
         try:
-            # The end of the process is polled, not awaited in a task of its own: kopf cancels
-            # every task created since it started when its watches stop, and a cancelled waiter
-            # once passed for the end of the run.
+            # The end of the process is polled, not awaited in a task of its own: a cancelled
+            # waiter once passed for the end of the run; the run lives in its caller's task.
             while proc.returncode is None:
                 timeout = self.poll_interval
                 if deadline is not None:

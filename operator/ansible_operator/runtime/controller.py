@@ -1,12 +1,13 @@
 """One controller per watches.yaml entry: events in, a de-duplicated queue, workers out.
 
-kopf delivers every watch event of the kind to ``handle_event``; the predicates decide whether it
-asks for a reconcile (a spec change does, a status-only change does not), and the key goes on the
-work queue. ``workers`` coroutines take keys and call the reconciler, which only ever sees the
-object's identity: reconciliation is level-based, it re-reads the object (the contract is in
-``reconcile``). The controller turns the reconciler's answer into the key's next run: a periodic
-re-run or ``requeue_after`` when it succeeded, exponential backoff when it failed, none after a
-terminal error until the object's spec or annotations change.
+The kind's informers deliver every event to ``handle_event`` (the initial list as ``ADDED``);
+the predicates decide whether it asks for a reconcile (a spec change does, a status-only change
+does not), and the key goes on the work queue. ``workers`` coroutines take keys and call the
+reconciler, which only ever sees the object's identity: reconciliation is level-based, it
+re-reads the object (the contract is in ``reconcile``). The controller turns the reconciler's
+answer into the key's next run: a periodic re-run or ``requeue_after`` when it succeeded,
+exponential backoff when it failed, none after a terminal error until the object's spec or
+annotations change.
 
 With sharding (``owns``), the controller acts only on objects whose uid is in a shard this
 replica holds: other objects' events are dropped, their keys are not run, and a dependent's
@@ -265,7 +266,8 @@ class Controller:
 
 
 def _event_name(event_type: str | None, old: dict[str, Any] | None) -> str:
-    """kopf's event types as the predicates name them: the initial listing counts as a create."""
+    """Watch event types as the predicates name them: a first sight (the initial listing, or an
+    object a relist found) counts as a create."""
     if event_type == "DELETED":
         return "delete"
     if old is None:

@@ -2,13 +2,14 @@
 
 A kind is watched once the proxy has seen a run write (or read back) an object of that kind
 that carries a mark of the run's owner kind, so only written kinds are ever watched, and a kind
-is watched once for every owner watch that needs it. Each watch is a list+watch loop of its own
-(kopf only watches kinds known before it starts) that keeps, per object it maps to an owner,
-a 16-byte digest of what operator-lib's DependentPredicate compares and the owners' keys, never
-the object itself; objects nobody owns leave nothing behind. After a restart the watches come
-back twice over: ``recover()`` scans the served kinds once for objects marked by a watched
-owner kind, and the proxy re-registers a kind whenever a run reads an owned object of it
-(upstream's recoverDependentWatches).
+is watched once for every owner watch that needs it. Each watch is an informer
+(``kube/informer.py``, as for the primary kinds) whose handler keeps, per object it maps to an
+owner, a 16-byte digest of what operator-lib's DependentPredicate compares and the owners'
+keys, never the object itself (full objects are watched, not their metadata alone: the digest
+covers a ConfigMap's data, which no metadata shows); objects nobody owns leave nothing
+behind. After a restart the watches come back twice over: ``recover()`` scans the served kinds
+once for objects marked by a watched owner kind, and the proxy re-registers a kind whenever a
+run reads an owned object of it (upstream's recoverDependentWatches).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_operator.core import objects
-from ansible_operator.core.backoff import Backoff
 from ansible_operator.core.ownership import (
     Key,
     fingerprint,
@@ -38,6 +38,7 @@ from ansible_operator.kube.client import (
     list_pages,
 )
 from ansible_operator.kube.discovery import Discovery
+from ansible_operator.kube.informer import Informer
 
 log = logging.getLogger("dependents")
 
@@ -82,10 +83,6 @@ class KindWatch:
         return self.resource.gvk
 
 
-class _Gone(Exception):
-    """The resourceVersion is too old (410): list again."""
-
-
 def event_owners(
     obj: Mapping[str, Any],
     subscriptions: Mapping[GVK, Subscription],
@@ -113,15 +110,13 @@ def apply_event(
     event_type: str,
     obj: Mapping[str, Any],
     owners_of: Callable[[Mapping[str, Any]], frozenset[OwnerRef]],
-    *,
-    relist: bool = False,
 ) -> frozenset[OwnerRef]:
     """Update ``state`` with one event and return the owners to reconcile.
 
     DependentPredicate: creates never pass, deletes always do, updates pass when the digest
-    changed; an update of an object held no state for (it has just become owned) passes too,
-    except during a relist, where an unknown object is a create. The owners of both the old and
-    the new object are returned, as controller-runtime's owner handler does.
+    changed; an update of an object held no state for (it has just become owned) passes too.
+    The owners of both the old and the new object are returned, as controller-runtime's owner
+    handler does. A relist's changes come as these events too (``kube/informer.py``).
     """
     key = objects.key(obj)
     old = state.get(key)
@@ -135,7 +130,7 @@ def apply_event(
     else:
         state.pop(key, None)
     if old is None:
-        return owners if event_type == "MODIFIED" and not relist else frozenset()
+        return owners if event_type == "MODIFIED" else frozenset()
     if old.digest == digest:
         return frozenset()
     return old.owners | owners
@@ -149,7 +144,7 @@ class DependentWatches:
         *,
         watch_namespaces: tuple[str, ...] = (),
         discovery: Discovery | None = None,  # None: a cache of its own
-        server_timeout: int = 300,
+        count: Callable[[GVK], None] | None = None,  # the events of each kind; None: uncounted
         max_backoff: float = 30.0,
         page_size: int = 500,
     ) -> None:
@@ -157,7 +152,7 @@ class DependentWatches:
         self._discovery = discovery or Discovery(client)
         self.owners: dict[GVK, OwnerKind] = {o.watch.gvk: o for o in owners}
         self._namespaces = watch_namespaces
-        self._server_timeout = server_timeout
+        self._count = count
         self._max_backoff = max_backoff
         self._page_size = page_size
         self.kinds: dict[GVK, KindWatch] = {}
@@ -246,96 +241,35 @@ class DependentWatches:
         if not kind.tasks:
             scopes: list[str] = list(self._namespaces) if resource.namespaced else []
             for scope in scopes or [""]:
-                kind.tasks.append(asyncio.create_task(self._run(kind, scope)))
+                kind.tasks.append(asyncio.create_task(self._informer(kind, scope).run()))
 
-    # -- the watch loops ---------------------------------------------------------------------------
-
-    def _owners_of(self, kind: KindWatch) -> Callable[[Mapping[str, Any]], frozenset[OwnerRef]]:
-        return lambda obj: event_owners(obj, kind.subscriptions, self.owners)
-
-    def _path(self, kind: KindWatch, scope: str) -> str:
-        return kind.resource.path(scope or None)
-
-    async def _run(self, kind: KindWatch, scope: str) -> None:
+    def _informer(self, kind: KindWatch, scope: str) -> Informer:
         state = kind.states.setdefault(scope, {})
-        version: str | None = None
-        listed = False
-        backoff = Backoff(base=1.0, cap=self._max_backoff)
-        fields = {"dependent": str(kind.gvk), "namespace": scope}
-        while True:
-            try:
-                if version is None:
-                    version = await self._list(kind, scope, state, relist=listed)
-                    listed = True
-                version = await self._watch(kind, scope, state, version)
-                backoff.reset()
-                continue
-            except _Gone:
-                version = None
-                continue
-            except asyncio.CancelledError:
-                raise
-            except ApiError as err:
-                if err.status == 410:
-                    version = None
-                    continue
-                log.info("Dependent watch failed", extra={**fields, "error": str(err)})
-            except (Unreachable, ValueError) as err:
-                log.info("Dependent watch interrupted", extra={**fields, "error": str(err)})
-            except Exception:
-                log.exception("Dependent watch crashed", extra=fields)
-            await asyncio.sleep(backoff.next_delay())
 
-    async def _list(
-        self, kind: KindWatch, scope: str, state: dict[Key, Entry], *, relist: bool
-    ) -> str:
-        owners_of = self._owners_of(kind)
-        seen: set[Key] = set()
-        version = ""
-        async for page in list_pages(self._client, self._path(kind, scope), self._page_size):
-            for obj in page.get("items") or []:
-                seen.add(objects.key(obj))
-                if relist:
-                    self._enqueue(kind, apply_event(state, "MODIFIED", obj, owners_of, relist=True))
-                else:
-                    apply_event(state, "ADDED", obj, owners_of)
-            version = str((page.get("metadata") or {}).get("resourceVersion") or "")
-        for key in list(state):
-            if key not in seen:  # deleted while we were not watching
-                self._enqueue(kind, state.pop(key).owners)
-        return version
+        def owners_of(obj: Mapping[str, Any]) -> frozenset[OwnerRef]:
+            return event_owners(obj, kind.subscriptions, self.owners)
 
-    async def _watch(
-        self, kind: KindWatch, scope: str, state: dict[Key, Entry], version: str
-    ) -> str:
-        owners_of = self._owners_of(kind)
-        params = {
-            "resourceVersion": version,
-            "allowWatchBookmarks": "true",
-            "timeoutSeconds": str(self._server_timeout),
-        }
-        stream = self._client.watch(
-            self._path(kind, scope), params, read_timeout=self._server_timeout + 60
+        def handle(event_type: str, obj: dict[str, Any]) -> None:
+            self._enqueue(kind, apply_event(state, event_type, obj, owners_of), event_type, obj)
+
+        count = self._count
+        return Informer(
+            self._client,
+            self._discovery,
+            kind.gvk,
+            namespace=scope or None,
+            handler=handle,
+            count=(lambda: count(kind.gvk)) if count is not None else None,
+            max_backoff=self._max_backoff,
+            page_size=self._page_size,
         )
-        async for event in stream:
-            event_type, obj = event.get("type"), event.get("object") or {}
-            if event_type == "ERROR":
-                if obj.get("code") == 410:
-                    raise _Gone
-                raise ApiError(
-                    int(obj.get("code") or 500), str(obj.get("reason")), str(obj.get("message"))
-                )
-            version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-            if event_type in ("ADDED", "MODIFIED", "DELETED"):
-                self._enqueue(kind, apply_event(state, event_type, obj, owners_of), event_type, obj)
-        return version
 
     def _enqueue(
         self,
         kind: KindWatch,
         owners: frozenset[OwnerRef],
-        event_type: str = "relist",
-        obj: Mapping[str, Any] | None = None,
+        event_type: str,
+        obj: Mapping[str, Any],
     ) -> None:
         for owner_gvk, key in owners:
             owner = self.owners.get(owner_gvk)
@@ -346,7 +280,7 @@ class DependentWatches:
                 extra={
                     "dependent": str(kind.gvk),
                     "event": event_type,
-                    "object": "/".join(objects.key(obj)) if obj else "",
+                    "object": "/".join(objects.key(obj)),
                     "owner": f"{owner_gvk.kind} {'/'.join(key).lstrip('/')}",
                 },
             )

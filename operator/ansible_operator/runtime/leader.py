@@ -6,7 +6,7 @@ it waits to hold the Lease, runs ``act`` while renewing it, and when ``act`` is 
 drained it) releases the Lease so that a follower takes over at once. When the Lease cannot be
 kept, the runs are killed without grace, ``act`` is cancelled and ``LeadershipLost`` raised, all
 before any other replica may take over. Followers watch the Lease besides retrying every retry
-period, so a released Lease is taken within moments.
+period (an informer on the Lease), so a released Lease is taken within moments.
 """
 
 from __future__ import annotations
@@ -28,13 +28,17 @@ from urllib.parse import quote
 from prometheus_client import CollectorRegistry, Gauge
 
 from ansible_operator.core.lease import JITTER_FACTOR, Candidate, LeaseRecord, Timings
+from ansible_operator.core.watches import GVK
 from ansible_operator.kube.client import ApiError, KubeClient, Unreachable
 from ansible_operator.kube.config import SERVICE_ACCOUNT_DIR
+from ansible_operator.kube.discovery import Discovery
+from ansible_operator.kube.informer import Informer
 from ansible_operator.runtime.flags import RunSettings
 
 log = logging.getLogger("leader")
 
 RETRY_PERIOD = 2.0  # controller-runtime's; upstream has no flag for it
+LEASE = GVK("coordination.k8s.io", "v1", "Lease")
 
 
 class LeaderElectionError(Exception):
@@ -162,17 +166,18 @@ class LeaseLock:
         body = {**self._object, "spec": record.to_spec()}
         self._object = await self._client.request("PUT", self._path, body=body)
 
-    async def wait_for_change(self, changed: asyncio.Event, retry: float) -> None:
-        """Set ``changed`` on every event of a watch on the Lease, forever (a follower's early
-        wake-up; polling still works when the watch does not)."""
-        params = {"fieldSelector": f"metadata.name={self.name}", "timeoutSeconds": "300"}
-        while True:
-            try:
-                async for _ in self._client.watch(self._collection, params, read_timeout=330):
-                    changed.set()
-            except (ApiError, Unreachable) as err:
-                log.debug("Watch on the Lease failed", extra={"error": str(err)})
-                await asyncio.sleep(retry)
+    async def wait_for_change(self, changed: asyncio.Event) -> None:
+        """Set ``changed`` on every event of the Lease, forever (a follower's early wake-up;
+        polling still works when the watch does not)."""
+        informer = Informer(
+            self._client,
+            Discovery(self._client),
+            LEASE,
+            namespace=self.namespace,
+            handler=lambda _type, _lease: changed.set(),
+            params=lambda: {"fieldSelector": f"metadata.name={self.name}"},
+        )
+        await informer.run()
 
 
 def lease_collection(namespace: str) -> str:
@@ -279,7 +284,7 @@ class LeaderElector:
             extra={"lease": str(self.lock), "identity": self.config.identity},
         )
         changed = asyncio.Event()
-        watcher = asyncio.create_task(self.lock.wait_for_change(changed, self.timings.retry_period))
+        watcher = asyncio.create_task(self.lock.wait_for_change(changed))
         stopping = asyncio.create_task(stop.wait())
         try:
             while not stop.is_set():

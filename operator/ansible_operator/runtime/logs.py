@@ -44,15 +44,8 @@ def object_context(kind: str, namespace: str, name: str, **more: str) -> Iterato
         _current_object.reset(token)
 
 
-# Attributes every LogRecord has, and kopf's internal ones; anything else came from ``extra=``.
-_NOT_FIELDS = set(vars(logging.makeLogRecord({}))) | {
-    "message",
-    "asctime",
-    "taskName",
-    "settings",
-    "k8s_skip",
-    "k8s_ref",
-}
+# Attributes every LogRecord has; anything else came from ``extra=``.
+_NOT_FIELDS = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
 
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:
@@ -117,18 +110,6 @@ class StacktraceFilter(logging.Filter):
         return True
 
 
-class KopfRetryFilter(logging.Filter):
-    """kopf logs each failed API request it will retry at error level (with a stack, by zap's
-    default): an outage, not a bug. Those records become warnings, as the operator's own."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.name.startswith("kopf") and record.levelno == logging.ERROR:
-            message = record.getMessage()
-            if message.startswith("Request attempt ") and "; will retry: " in message:
-                record.levelno, record.levelname = logging.WARNING, "WARNING"
-        return True
-
-
 class _Formatter(logging.Formatter):
     def __init__(self, time_encoding: str = DEFAULT_TIME_ENCODING) -> None:
         super().__init__()
@@ -178,15 +159,12 @@ def configure(
     stacktrace_level: str = "error",
     time_encoding: str = DEFAULT_TIME_ENCODING,
 ) -> None:
-    """Send every log line to stderr in the chosen format; kopf's own chatter at warning."""
+    """Send every log line to stderr in the chosen format; aiohttp's own chatter at warning."""
     handler = logging.StreamHandler(sys.stderr)
     formatter = ConsoleFormatter if encoder == "console" else JsonFormatter
     handler.setFormatter(formatter(time_encoding))
-    handler.addFilter(KopfRetryFilter())  # before the stack is attached by level
     handler.addFilter(StacktraceFilter(STACKTRACE_LEVELS[stacktrace_level]))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(LEVELS.get(level, logging.INFO))
-    # kopf reports each handler call at info level: noise here, where handlers only enqueue.
-    logging.getLogger("kopf").setLevel(logging.WARNING)
     logging.getLogger("aiohttp").setLevel(logging.WARNING)

@@ -1,9 +1,9 @@
-"""``ansible-operator run``: settings and watches in, controllers and kopf's watches running.
+"""``ansible-operator run``: settings and watches in, controllers and their informers running.
 
 Start-up validates everything a user can get wrong (flags, watches.yaml, credentials) before
-anything starts, and reports each problem in one line with exit code 1. Then one kopf
-``on.event`` handler per watch feeds its controller; kopf owns the API watches (listing,
-reconnects, namespaces) and writes nothing to the objects, since only ``on.event`` is used.
+anything starts, and reports each problem in one line with exit code 1. Then one informer per
+watch and watched namespace (``kube/informer.py``: list, watch, resume, relist) feeds its
+controller, and the operator is ready once every informer has listed its kind once.
 SIGINT and SIGTERM start a graceful shutdown (``shutdown.py``): no new run, the running ones
 get ``--graceful-shutdown-timeout``, then the rest are interrupted; the watches stop last.
 With ``--leader-elect`` only the replica holding the Lease watches and reconciles
@@ -17,13 +17,7 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
-
-import kopf
-
-# Not exported by kopf, but kopf.operator() takes it: the kinds kopf actually watches.
-from kopf._cogs.structs.references import Insights
+from collections.abc import Sequence
 
 from ansible_operator import __version__
 from ansible_operator.core import reserved_vars
@@ -41,6 +35,7 @@ from ansible_operator.kube.client import (
 from ansible_operator.kube.config import ConfigError, Credentials
 from ansible_operator.kube.config import load as load_credentials
 from ansible_operator.kube.discovery import Discovery
+from ansible_operator.kube.informer import Informer
 from ansible_operator.proxy import Proxy, ProxyStartError
 from ansible_operator.runner import ColdRunner, Runner, RunnerError, versions
 from ansible_operator.runner.versions import AnsibleVersions
@@ -73,13 +68,7 @@ from ansible_operator.runtime.readiness import API_CHECK_INTERVAL, Readiness
 from ansible_operator.runtime.reconciler import Reconciler
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.shards import ShardedControllers, ShardKeeper
-from ansible_operator.runtime.shutdown import (
-    RunGate,
-    drain,
-    handle_signals,
-    on_stop_signal,
-    run_kopf,
-)
+from ansible_operator.runtime.shutdown import RunGate, drain, handle_signals, on_stop_signal
 from ansible_operator.runtime.user_metrics import (
     UserMetrics,
     UserMetricsServer,
@@ -100,7 +89,7 @@ def _log_level(settings: RunSettings) -> str:
 
 
 class Operator:
-    """The controllers of one watches file, and the kopf registry that feeds them."""
+    """The controllers of one watches file, and the informers that feed them."""
 
     def __init__(
         self,
@@ -145,7 +134,6 @@ class Operator:
             )
         self.ansible_names = ansible.ansible_names or frozenset()
         self.runner = runner
-        self.registry = kopf.OperatorRegistry()
         self.metrics = OperatorMetrics(ansible)
         if isinstance(runner, WarmRunner):
             self._report_warm_patches(runner)
@@ -168,7 +156,10 @@ class Operator:
             raise StartupError(str(err)) from None
         # The API proxy the runs talk through, and the watches on what they create.
         self.dependents = DependentWatches(
-            self.client, watch_namespaces=settings.watch_namespaces, discovery=self.discovery
+            self.client,
+            watch_namespaces=settings.watch_namespaces,
+            discovery=self.discovery,
+            count=lambda gvk: self.metrics.watch_event(str(gvk)),
         )
         self.proxy = Proxy(
             creds,
@@ -217,6 +208,9 @@ class Operator:
                 kill_now=self._kill_runs_now,
                 acting=lambda: keeper.acting,
             )
+        self.informers = [
+            informer for controller in self.controllers for informer in self._informers(controller)
+        ]
         self.leader: LeaderElector | None = None
         if settings.leader_elect:
             try:
@@ -229,10 +223,6 @@ class Operator:
                 abandon=self._kill_runs_now,
                 registry=self.metrics.registry,
             )
-
-        @kopf.on.login(registry=self.registry)
-        def login(**_: Any) -> kopf.ConnectionInfo:
-            return _connection_info(self.creds)
 
     def _report_warm_patches(self, runner: WarmRunner) -> None:
         """Say, in one line and a metric, which warm patches stay off and whether runs are cold."""
@@ -262,8 +252,8 @@ class Operator:
         gvk = watch.gvk
 
         async def resource() -> ResourceInfo:
-            # Discovery (cached), not kopf's first event: a dependent may ask for a reconcile
-            # before kopf has listed the kind.
+            # Discovery (cached), not the informer's first event: a dependent may ask for a
+            # reconcile before the kind is listed.
             return await self.discovery.resource(gvk.api_version, gvk.kind)
 
         session = RunSession(
@@ -303,43 +293,35 @@ class Operator:
                 extra={"gvk": str(gvk)},
             )
 
-        async def on_event(**kwargs: Any) -> None:
-            event = kwargs["event"]
-            self.metrics.watch_event(str(gvk))
-            controller.handle_event(event.get("type"), event["object"])
-
-        kopf.on.event(
-            group=gvk.group,
-            version=gvk.version,
-            kind=gvk.kind,
-            id=f"watch-{controller.name}",
-            registry=self.registry,
-        )(on_event)
         log.info(
             "Watching resource",
             extra={"gvk": str(gvk), "workers": controller.workers, "ansible": watch.ansible_path},
         )
         return controller
 
-    def kopf_settings(self) -> kopf.OperatorSettings:
-        settings = kopf.OperatorSettings()
-        settings.posting.enabled = False  # our Events are posted by the reconciler
-        settings.networking.request_timeout = 60
-        # Keep retrying through an API server outage of up to an hour instead of giving up.
-        settings.networking.error_backoffs = (1, 1, 2, 3, 5, 8, 13, 21) + (30,) * 120
-        settings.watching.server_timeout = 300
-        if self.sharded is not None and self.shards is not None:
-            settings.watching.shard_selectors = self.sharded.shard_selectors
-            # kopf reads the selectors at each watch request: a change of the shards held
-            # reaches the API server within this (the server-side filter; the client-side one
-            # applies at once).
-            settings.watching.server_timeout = int(self.shards.timings.lease_duration)
-        # Watching given namespaces, kopf need not list namespaces nor watch CRDs: both need
-        # cluster-wide rights that a namespaced operator's RBAC does not grant, and with the
-        # backoffs above kopf would retry the refusals for an hour before starting any watch.
-        # The watched kinds are still found by discovery at start.
-        settings.scanning.disabled = bool(self.settings.watch_namespaces)
-        return settings
+    def _informers(self, controller: Controller) -> list[Informer]:
+        """The informers of a controller's kind, one per watched namespace (or one for all)."""
+        gvk = controller.watch.gvk
+        sharded = self.sharded
+        timeout = 300
+        if self.shards is not None:
+            # The shards' selector reaches the API server at each watch request: a change of
+            # the shards held takes effect within this (the client-side filter, at once).
+            timeout = int(self.shards.timings.lease_duration)
+        namespaces: list[str | None] = list(self.settings.watch_namespaces) or [None]
+        return [
+            Informer(
+                self.client,
+                self.discovery,
+                gvk,
+                namespace=namespace,
+                handler=controller.handle_event,
+                count=lambda: self.metrics.watch_event(str(gvk)),
+                params=(lambda: sharded.params(gvk)) if sharded is not None else None,
+                server_timeout=timeout,
+            )
+            for namespace in namespaces
+        ]
 
     async def run(self, stop: asyncio.Event) -> None:
         namespaces = self.settings.watch_namespaces
@@ -369,7 +351,7 @@ class Operator:
                 await self._act(stop)
 
     async def _act(self, stop: asyncio.Event) -> None:
-        """What only the leader does: dependent watches, controllers and kopf's watches."""
+        """What only the leader does: dependent watches, controllers and their informers."""
         self.readiness.acting()
         async with contextlib.AsyncExitStack() as watches:
             if self.settings.inject_owner_ref:
@@ -384,23 +366,14 @@ class Operator:
             self.runner.kill_grace = 0.0
 
     async def _run_controllers(self, stop: asyncio.Event) -> None:
-        """The workers and kopf's watches, until a stop (then a graceful drain) or a crash."""
+        """The workers and the informers, until a stop (then a graceful drain) or a crash; the
+        informers stop after the drain."""
         workers = [asyncio.create_task(c.run()) for c in self.controllers]
+        informers = [asyncio.create_task(i.run()) for i in self.informers]
         stopped = asyncio.create_task(stop.wait())
-        watches_stop = asyncio.Event()  # kopf stops after the drain, not on the signal
-        kopf_started = asyncio.Event()
-        insights = Insights()
-        kopf_task = asyncio.create_task(
-            self._watch(
-                watches_stop,
-                on_signal=on_stop_signal(stop, self.gate),
-                started=kopf_started,
-                insights=insights,
-            )
-        )
-        tasks = [stopped, kopf_task, *workers]
+        tasks = [stopped, *informers, *workers]
         # Not among the tasks waited for: its end is no reason to stop.
-        confirming = asyncio.create_task(self._confirm_watches(stop, kopf_started, insights))
+        confirming = asyncio.create_task(self._confirm_watches())
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
@@ -409,7 +382,6 @@ class Operator:
             await drain(self.controllers, self.gate, timeout=timeout)
         finally:
             stop.set()
-            watches_stop.set()
             await _cancel(confirming)
             for task in tasks:
                 task.cancel()
@@ -463,96 +435,18 @@ class Operator:
                 self.readiness.api_failed()
                 log.debug("API server check failed", extra={"error": str(err) or "timeout"})
 
-    async def _confirm_watches(
-        self, stop: asyncio.Event, kopf_started: asyncio.Event, insights: Insights
-    ) -> None:
-        """Readiness once kopf watches every watched kind and each can be listed where it is
-        watched with these credentials. A kind that is not served is not watched: kopf picks
-        it up when its CRD appears only when watching all namespaces (CRDs scanned)."""
-        await kopf_started.wait()
-        wanted = {
-            (c.watch.gvk.group, c.watch.gvk.version, c.watch.gvk.kind) for c in self.controllers
-        }
-
-        def all_watched() -> bool:
-            watched = {(r.group, r.version, r.kind) for r in insights.watched_resources}
-            return wanted <= watched
-
-        async with insights.revised:
-            await insights.revised.wait_for(all_watched)
-        namespaces: list[str | None] = list(self.settings.watch_namespaces) or [None]
-        backoff = Backoff(base=1.0, cap=30.0)
-        for controller in self.controllers:
-            gvk = controller.watch.gvk
-            while not stop.is_set():
-                try:
-                    info = await self.discovery.resource(gvk.api_version, gvk.kind)
-                    for namespace in namespaces:
-                        await self.client.get(info.path(namespace), params={"limit": "1"})
-                    break
-                except (ApiError, Unreachable) as err:
-                    delay = backoff.next_delay()
-                    log.warning(
-                        "Cannot list a watched kind",
-                        extra={"gvk": str(gvk), "error": str(err), "retry_in": delay},
-                    )
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), delay)
-        if not stop.is_set():
-            self.readiness.watches_established()
-            log.info("Watches established")
-
-    async def _watch(
-        self,
-        stop: asyncio.Event,
-        *,
-        on_signal: Callable[[], None],
-        started: asyncio.Event,
-        insights: Insights,
-    ) -> None:
-        """kopf's watches; restarted if they ever give up (a very long API outage, say).
-        ``started`` is set once kopf has done its start-up; ``insights`` says what it watches."""
-        namespaces = self.settings.watch_namespaces
-        while not stop.is_set():
-            try:
-                await run_kopf(
-                    on_signal=on_signal,
-                    registry=self.registry,
-                    settings=self.kopf_settings(),
-                    standalone=True,
-                    clusterwide=not namespaces,
-                    namespaces=list(namespaces),
-                    stop_flag=stop,
-                    ready_flag=started,
-                    insights=insights,
-                )
-            except Exception:
-                log.exception("The watches stopped; restarting them")
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), 5)
-            else:
-                return
+    async def _confirm_watches(self) -> None:
+        """Readiness once every informer has listed its kind where it watches it (a kind that
+        is not served, or that these credentials may not list, keeps the operator unready)."""
+        await asyncio.gather(*(informer.synced.wait() for informer in self.informers))
+        self.readiness.watches_established()
+        log.info("Watches established")
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
-
-
-def _connection_info(creds: Credentials) -> kopf.ConnectionInfo:
-    return kopf.ConnectionInfo(
-        server=creds.server,
-        ca_data=creds.ca_data,
-        insecure=creds.insecure or None,
-        token=creds.bearer_token(),
-        scheme="Bearer" if creds.bearer_token() else None,
-        certificate_data=creds.cert_data,
-        private_key_data=creds.key_data,
-        username=creds.username,
-        password=creds.password,
-        default_namespace=creds.namespace,
-    )
 
 
 def prepare(argv: Sequence[str]) -> tuple[RunSettings, list[Watch], Credentials]:
@@ -606,7 +500,7 @@ def main(argv: Sequence[str]) -> int:
 
 async def _serve(operator: Operator) -> int:
     stop = asyncio.Event()
-    handle_signals(on_stop_signal(stop, operator.gate))
+    handle_signals(on_stop_signal(stop, operator.gate, operator.controllers))
     await operator.run(stop)
     log.info("Stopped")
     return 0

@@ -23,10 +23,6 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-# Not exported by kopf, but what its settings.watching.shard_selectors holds.
-from kopf._cogs.configs.arrays import SelectorMapping
-from kopf._cogs.structs.references import Selector
-
 from ansible_operator.core import objects
 from ansible_operator.core.lease import Candidate, LeaseRecord
 from ansible_operator.core.shards import ShardSpace, balance
@@ -342,14 +338,14 @@ class ShardKeeper:
 
 class ShardedControllers:
     """The operator's side of sharding: what the controllers do as shards come and go, and
-    which part of the watched kinds kopf is asked to list and watch.
+    which part of the watched kinds the informers are asked to list and watch.
 
     Client-side filtering always applies (``Controller.owns``). Whether the API server filters
     too is asked once per kind: a list with a ``shardSelector`` whose answer echoes
-    ``metadata.shardInfo`` was honoured (KEP-5866); then kopf's list and watch requests carry
-    the selector of the shards held (``shard_selectors``, read by kopf at each (re)connection,
-    so a change reaches the server within one watch timeout; the objects of a newly taken shard
-    are listed here at once, so none waits for that).
+    ``metadata.shardInfo`` was honoured (KEP-5866); then the informers' list and watch requests
+    carry the selector of the shards held (``params``, read at each (re)connection, so a change
+    reaches the server within one watch timeout; the objects of a newly taken shard are listed
+    here at once, so none waits for that).
     """
 
     def __init__(
@@ -375,7 +371,13 @@ class ShardedControllers:
         self._kill_now = kill_now
         self._acting = acting
         self.server_side: dict[GVK, bool] = {}
-        self.shard_selectors: SelectorMapping[str] = SelectorMapping()
+        self._selectors: dict[GVK, str] = {}
+
+    def params(self, gvk: GVK) -> dict[str, str]:
+        """The list and watch parameters of ``gvk``'s informers: the shards acted on, where the
+        API server filters by them."""
+        selector = self._selectors.get(gvk)
+        return {"shardSelector": selector} if selector else {}
 
     async def acquired(self, shards: frozenset[int]) -> None:
         for controller in self.controllers:
@@ -394,7 +396,7 @@ class ShardedControllers:
                             if self.space.shard_of(uid) in shards:
                                 controller.adopt(obj)
             except (ApiError, Unreachable) as err:
-                # kopf's events and the periodic re-runs still bring them, later.
+                # The watch's events and the periodic re-runs still bring them, later.
                 log.error(
                     "Cannot list the objects of shards just taken",
                     extra={"gvk": str(gvk), "error": str(err)},
@@ -444,14 +446,13 @@ class ShardedControllers:
         )
 
     def _select(self) -> None:
-        """kopf's selectors: the shards acted on, for the kinds the API server filters."""
+        """The informers' selectors: the shards acted on, for the kinds the API server filters."""
         selector = self.space.selector(self._acting())
         for controller in self.controllers:
             gvk = controller.watch.gvk
             if not self.server_side.get(gvk):
                 continue
-            key = Selector(group=gvk.group, version=gvk.version, kind=gvk.kind)
             if selector:
-                self.shard_selectors[key] = selector
-            else:  # nothing held: kopf sees everything again, the controllers drop it all
-                self.shard_selectors.pop(key, None)
+                self._selectors[gvk] = selector
+            else:  # nothing held: the watch sees everything again, the controllers drop it all
+                self._selectors.pop(gvk, None)

@@ -7,10 +7,8 @@ when its task is cancelled) and their CRs say ``Running=False`` with reason ``In
 ``Failure``, so that the next operator process runs them again. A second signal interrupts at once.
 
 ``RunGate`` is the one switch every reconciler's run goes through (a lost leadership can close it
-too); ``drain`` is the shutdown sequence. kopf must not handle the signals itself (see
-``run_kopf``): it would stop its watches at once and, 5 s later, cancel every task created since
-it started, whatever a run was waiting on among them (the runner's waiter on ansible-runner once:
-the run then passed for ended without a stats event, the issue this module answers).
+too); ``drain`` is the shutdown sequence; the watches stop only after it, so no event is missed
+while the runs end.
 """
 
 from __future__ import annotations
@@ -21,8 +19,6 @@ import math
 import signal
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
-
-import kopf
 
 from ansible_operator.runtime.controller import STOP_WAIT, Controller
 
@@ -43,9 +39,8 @@ class Interrupted(Exception):
 class RunGate:
     """Lets runs start until it is closed, and stops the ones under way when interrupted.
 
-    A run is awaited in its caller's task, and an interruption cancels that task: no task is
-    created here, since kopf cancels every task created after it started whenever its watches
-    stop or restart, and such a task would take the run down with it.
+    A run is awaited in its caller's task (a controller's worker), and an interruption cancels
+    that task, so the run's cancellation reaches the runner and its processes are stopped.
     """
 
     def __init__(self) -> None:
@@ -136,29 +131,20 @@ def handle_signals(handler: Callable[[], None]) -> None:
         loop.add_signal_handler(sig, handler)
 
 
-def on_stop_signal(stop: asyncio.Event, gate: RunGate) -> Callable[[], None]:
+def on_stop_signal(
+    stop: asyncio.Event, gate: RunGate, controllers: Sequence[Controller] = ()
+) -> Callable[[], None]:
     """The signal handler: the first signal starts the graceful shutdown, the next one
-    interrupts the runs at once (upstream exits at once on a second signal)."""
+    interrupts the runs at once (upstream exits at once on a second signal). The controllers'
+    queues take nothing more from the signal on, not from the drain on: an event that comes in
+    between starts no reconcile."""
 
     def handler() -> None:
         if stop.is_set():
             log.info("Stop signal received again, interrupting the runs now")
             gate.interrupt("the operator was told twice to stop")
+        for controller in controllers:
+            controller.queue.shutdown()
         stop.set()
 
     return handler
-
-
-async def run_kopf(*, on_signal: Callable[[], None], **operator_args: Any) -> None:
-    """``kopf.operator(**operator_args)``, except that SIGINT and SIGTERM stay ours.
-
-    ``kopf.operator`` puts its own handlers on both signals: a SIGTERM would stop the watches at
-    once and then cancel every task created since kopf started (the runs' proxy connections,
-    say) before any graceful shutdown. So its tasks are spawned and run here as
-    ``kopf.operator`` does, with ``on_signal`` put back in between; kopf stops when its
-    ``stop_flag`` is set, after the drain.
-    """
-    existing = asyncio.all_tasks()
-    tasks = await kopf.spawn_tasks(**operator_args)
-    handle_signals(on_signal)
-    await kopf.run_tasks(tasks, ignored=existing)

@@ -111,8 +111,8 @@ class ForkedRun:
 async def _readable(conn: socket.socket, timeout: float | None) -> bool:
     """Whether `conn` has something to read (or has closed) within `timeout` seconds.
 
-    A future woken by the event loop, not a task: kopf cancels the tasks created since it
-    started when its watches stop, which must not cut a run's supervision short."""
+    A future woken by the event loop, not a task of its own: a run's supervision lives in its
+    caller's task alone, so nothing but cancelling that task cuts it short."""
     loop = asyncio.get_running_loop()
     ready: asyncio.Future[None] = loop.create_future()
 
