@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
+from ansible_operator.scaffold import manifest_yaml
 
 MEDIATYPE = "registry+v1"
 LAYOUT = "ansible.sdk.operatorframework.io/v1"
@@ -58,10 +58,6 @@ def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
 
 def _name(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
-
-
-def _dump(obj: Any) -> str:
-    return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, width=2**16)
 
 
 def _with_watch_namespace(deployment: Mapping[str, Any]) -> dict[str, Any]:
@@ -277,18 +273,20 @@ def make(documents: Sequence[Any], options: Options) -> Bundle:
         spec["webhookdefinitions"] = webhooks
 
     result = Bundle(dockerfile=dockerfile(options))
-    result.files[f"manifests/{options.package}.clusterserviceversion.yaml"] = _dump(csv)
+    result.files[f"manifests/{options.package}.clusterserviceversion.yaml"] = manifest_yaml.dump(
+        csv
+    )
     skipped = {id(o) for o in [base, *deployments, *samples, *scorecards]} | used
     for obj in objects:
         if id(obj) in skipped or obj["kind"] in _DROPPED:
             continue
         out = copy.deepcopy(obj)
         out.get("metadata", {}).pop("namespace", None)  # OLM installs them in its namespace
-        result.files[f"manifests/{_file_name(out)}"] = _dump(out)
+        result.files[f"manifests/{_file_name(out)}"] = manifest_yaml.dump(out)
     metadata = {"annotations": metadata_annotations(options)}
-    result.files["metadata/annotations.yaml"] = _dump(metadata)
+    result.files["metadata/annotations.yaml"] = manifest_yaml.dump(metadata)
     if scorecards:
-        result.files["tests/scorecard/config.yaml"] = _dump(scorecards[0])
+        result.files["tests/scorecard/config.yaml"] = manifest_yaml.dump(scorecards[0])
     return result
 
 

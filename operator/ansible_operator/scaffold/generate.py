@@ -20,7 +20,7 @@ import yaml
 
 from ansible_operator import role_api
 from ansible_operator.core import GVK, Watch, WatchesError, conversion
-from ansible_operator.scaffold import crd_versions, crds, samples
+from ansible_operator.scaffold import crd_versions, crds, manifest_yaml, samples
 from ansible_operator.watchfile import load_watches, resolve_role
 
 SPEC_FILES = role_api.SPEC_FILES
@@ -335,13 +335,6 @@ def _kind(gvk: GVK) -> str:
     return f"{gvk.kind}.{gvk.group}/{gvk.version}" if gvk.group else f"{gvk.kind} {gvk.version}"
 
 
-class _Dumper(yaml.SafeDumper):
-    """Block style with list items indented under their key, as kubectl and kustomize write."""
-
-    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        super().increase_indent(flow, False)
-
-
 def render(planned: PlannedCrd) -> str:
     """The file's text: a header naming the sources, then the CRD."""
     sources = ", ".join(planned.sources)
@@ -350,10 +343,7 @@ def render(planned: PlannedCrd) -> str:
         "# Edit the argument spec and generate again; names and scope may be edited here and are\n"
         "# kept, and so are printer columns you add (marked as added by hand).\n"
     )
-    body = yaml.dump(
-        planned.crd, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=2**16
-    )
-    return header + "---\n" + body
+    return header + "---\n" + manifest_yaml.dump(planned.crd)
 
 
 def write(planned: PlannedCrd) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from ansible_operator.scaffold import bundle, csv, generate, role_objects
+from ansible_operator.scaffold import bundle, csv, generate, manifest_yaml, role_objects
 
 DEFAULT_MANIFESTS = Path("config/manifests")
 
@@ -79,10 +79,6 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _dump(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=2**16)
-
-
 # --- the commands ---------------------------------------------------------------------------
 
 
@@ -132,7 +128,7 @@ def _manifests(args: argparse.Namespace) -> int:
     except OlmError as err:
         print(f"ansible-operator generate kustomize manifests: {err}", file=sys.stderr)
         return 1
-    _write(path, _dump(base))
+    _write(path, manifest_yaml.dump(base))
     if not args.quiet:
         print(f"wrote {path}")
     return 0
