@@ -67,6 +67,7 @@ lint: $(STAMP)  ## ruff, mypy, layers, CRDs, Dockerfile, yamllint, ansible-lint
 	$(BIN)/mypy bench/operator_bench.py bench/figures.py bench/plot.py bench/processes.py \
 		bench/warm_run_costs.py bench/exit_report/sitecustomize.py
 	cd operator && ../$(BIN)/lint-imports --config ../pyproject.toml  # layers import only downward
+	$(BIN)/python tests/public_names.py  # other layers only through the names their __init__ lists
 	MYPYPATH=operator $(BIN)/mypy --explicit-package-bases --namespace-packages \
 		-p ansible_collections.operator_sdk.util
 	$(ANSIBLE_OPERATOR) generate crds --check  # the CRDs in config/crd/bases match the roles
