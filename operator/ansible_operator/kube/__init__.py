@@ -23,6 +23,7 @@ from ansible_operator.kube.config import (
 )
 from ansible_operator.kube.config import load as load_credentials
 from ansible_operator.kube.discovery import Discovery, ServedResource
+from ansible_operator.kube.informer import Informer
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",
@@ -31,6 +32,7 @@ __all__ = [
     "ConfigError",
     "Credentials",
     "Discovery",
+    "Informer",
     "KubeClient",
     "ResourceInfo",
     "ServedResource",
