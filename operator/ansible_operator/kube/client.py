@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import aiohttp
 
-from ansible_operator.core.watches import GVK
+from ansible_operator.core import GVK
 from ansible_operator.kube.config import Credentials
 
 
