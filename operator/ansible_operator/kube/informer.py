@@ -19,9 +19,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from ansible_operator.core import objects
-from ansible_operator.core.backoff import Backoff
-from ansible_operator.core.watches import GVK
+from ansible_operator.core import GVK, Backoff, objects
 from ansible_operator.kube.client import (
     ApiError,
     KubeClient,
