@@ -27,9 +27,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ansible_operator.core import conditions, objects, predicates
-from ansible_operator.core.backoff import ItemBackoff
-from ansible_operator.core.watches import Watch
+from ansible_operator.core import ItemBackoff, Watch, conditions, objects, predicates
 from ansible_operator.runtime import logs
 from ansible_operator.runtime.reconcile import Key, ReconcileError, ReconcileFn, TerminalError
 from ansible_operator.runtime.workqueue import ShutDown, WorkQueue
