@@ -21,24 +21,25 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_operator.core import objects
-from ansible_operator.core.ownership import (
+from ansible_operator.core import (
+    GVK,
     Key,
+    Watch,
     fingerprint,
+    objects,
     owned_by_annotation,
     owned_by_reference,
     owner_keys,
 )
-from ansible_operator.core.watches import GVK, Watch
-from ansible_operator.kube.client import (
+from ansible_operator.kube import (
     ApiError,
+    Discovery,
+    Informer,
     KubeClient,
     ResourceInfo,
     Unreachable,
     list_pages,
 )
-from ansible_operator.kube.discovery import Discovery
-from ansible_operator.kube.informer import Informer
 
 log = logging.getLogger("dependents")
 
