@@ -23,12 +23,8 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ansible_operator.core import objects
-from ansible_operator.core.lease import Candidate, LeaseRecord
-from ansible_operator.core.shards import ShardSpace, balance
-from ansible_operator.core.watches import GVK
-from ansible_operator.kube.client import ApiError, KubeClient, Unreachable, list_pages
-from ansible_operator.kube.discovery import Discovery
+from ansible_operator.core import GVK, Candidate, LeaseRecord, ShardSpace, balance, objects
+from ansible_operator.kube import ApiError, Discovery, KubeClient, Unreachable, list_pages
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.leader import (
     ElectionConfig,
