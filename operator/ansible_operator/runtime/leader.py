@@ -27,12 +27,15 @@ from urllib.parse import quote
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from ansible_operator.core.lease import JITTER_FACTOR, Candidate, LeaseRecord, Timings
-from ansible_operator.core.watches import GVK
-from ansible_operator.kube.client import ApiError, KubeClient, Unreachable
-from ansible_operator.kube.config import SERVICE_ACCOUNT_DIR
-from ansible_operator.kube.discovery import Discovery
-from ansible_operator.kube.informer import Informer
+from ansible_operator.core import GVK, JITTER_FACTOR, Candidate, LeaseRecord, Timings
+from ansible_operator.kube import (
+    SERVICE_ACCOUNT_DIR,
+    ApiError,
+    Discovery,
+    Informer,
+    KubeClient,
+    Unreachable,
+)
 from ansible_operator.runtime.flags import RunSettings
 
 log = logging.getLogger("leader")
@@ -73,9 +76,9 @@ def election_config(
     Without ``--leader-election-namespace`` the Lease lives in the Pod's own namespace, as
     controller-runtime does; outside a cluster there is none to default to.
     """
-    if not settings.leader_election_id:
+    if not settings.election.leader_election_id:
         raise LeaderElectionError(f"{flag} needs --leader-election-id (the name of the Lease)")
-    namespace = settings.leader_election_namespace
+    namespace = settings.election.leader_election_namespace
     if not namespace:
         try:
             namespace = namespace_file.read_text().strip()
@@ -87,8 +90,8 @@ def election_config(
                 f"(there is no {namespace_file} to take it from)"
             )
     timings = Timings(
-        lease_duration=settings.leader_elect_lease_duration,
-        renew_deadline=settings.leader_elect_renew_deadline,
+        lease_duration=settings.election.leader_elect_lease_duration,
+        renew_deadline=settings.election.leader_elect_renew_deadline,
         retry_period=RETRY_PERIOD,
     )
     problem = timings.problem()
@@ -97,7 +100,7 @@ def election_config(
             f"--leader-elect-lease-duration={timings.lease_duration:g}s, "
             f"--leader-elect-renew-deadline={timings.renew_deadline:g}s: {problem}"
         )
-    return ElectionConfig(namespace, settings.leader_election_id, new_identity(), timings)
+    return ElectionConfig(namespace, settings.election.leader_election_id, new_identity(), timings)
 
 
 class LeaseLock:
