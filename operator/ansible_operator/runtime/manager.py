@@ -20,26 +20,29 @@ import sys
 from collections.abc import Sequence
 
 from ansible_operator import __version__
-from ansible_operator.core import reserved_vars
-from ansible_operator.core.backoff import Backoff
-from ansible_operator.core.shards import ShardSpace
-from ansible_operator.core.watches import Watch, WatchesError
-from ansible_operator.gocompat.durations import format_go_duration
-from ansible_operator.kube.client import (
+from ansible_operator.core import Backoff, ShardSpace, Watch, WatchesError, reserved_vars
+from ansible_operator.gocompat import format_go_duration
+from ansible_operator.kube import (
     ApiError,
+    ConfigError,
+    Credentials,
+    Discovery,
+    Informer,
     KubeClient,
     ResourceInfo,
     Unreachable,
     UntrustedServer,
+    load_credentials,
 )
-from ansible_operator.kube.config import ConfigError, Credentials
-from ansible_operator.kube.config import load as load_credentials
-from ansible_operator.kube.discovery import Discovery
-from ansible_operator.kube.informer import Informer
 from ansible_operator.proxy import Proxy, ProxyStartError
-from ansible_operator.runner import ColdRunner, Runner, RunnerError, versions
-from ansible_operator.runner.versions import AnsibleVersions
-from ansible_operator.runner.warm.client import WarmRunner
+from ansible_operator.runner import (
+    AnsibleVersions,
+    ColdRunner,
+    Runner,
+    RunnerError,
+    WarmRunner,
+    versions,
+)
 from ansible_operator.runtime import logs
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.conversion_webhook import (
@@ -84,7 +87,7 @@ class StartupError(Exception):
 
 
 def _log_level(settings: RunSettings) -> str:
-    level = settings.zap_log_level or ("debug" if settings.zap_devel else "info")
+    level = settings.logging.zap_log_level or ("debug" if settings.logging.zap_devel else "info")
     return "debug" if level.isdigit() else level
 
 
@@ -111,7 +114,7 @@ class Operator:
         self.discovery = Discovery(self.client)
         if runner is None:
             # As upstream, the path flags are the roles' and collections' paths of every run.
-            kind = WarmRunner if settings.runner == "warm" else ColdRunner
+            kind = WarmRunner if settings.ansible.runner == "warm" else ColdRunner
             chosen = kind(environ=settings.ansible_environ())
             if isinstance(chosen, WarmRunner):
                 # Its imports overlap the probe below and the operator's start; a refused start
@@ -141,43 +144,48 @@ class Operator:
         self.user_metrics = UserMetrics()
         self.user_metrics_server = UserMetricsServer(self.user_metrics)
         self.readiness = Readiness()
-        if not settings.leader_elect:
+        if not settings.election.leader_elect:
             self.readiness.acting()
         try:
             self.endpoints = Endpoints(
-                metrics_address=settings.metrics_bind_address,
-                probe_address=settings.health_probe_bind_address,
+                metrics_address=settings.serving.metrics_bind_address,
+                probe_address=settings.serving.health_probe_bind_address,
                 registries=[self.metrics.registry, self.user_metrics.registry],
                 ready=self.readiness.why_not_ready,
                 metrics_tls=self._metrics_tls(),
-                metrics_auth=MetricsAuth(self.client) if settings.metrics_require_rbac else None,
+                metrics_auth=(
+                    MetricsAuth(self.client) if settings.serving.metrics_require_rbac else None
+                ),
             )
         except ValueError as err:
             raise StartupError(str(err)) from None
         # The API proxy the runs talk through, and the watches on what they create.
         self.dependents = DependentWatches(
             self.client,
-            watch_namespaces=settings.watch_namespaces,
+            watch_namespaces=settings.watching.watch_namespaces,
             discovery=self.discovery,
             count=lambda gvk: self.metrics.watch_event(str(gvk)),
         )
         self.proxy = Proxy(
             creds,
             client=self.client,
-            port=settings.proxy_port,
-            inject_owner_refs=settings.inject_owner_ref,
+            port=settings.proxy.proxy_port,
+            inject_owner_refs=settings.proxy.inject_owner_ref,
             dependents=self.dependents,
             discovery=self.discovery,
         )
         self.shards: ShardKeeper | None = None
-        if settings.shards:
+        if settings.election.shards:
             try:
                 config = election_config(settings, flag="--shards")
             except LeaderElectionError as err:
                 raise StartupError(str(err)) from None
             self.shard_metrics = ShardMetrics(self.metrics.registry)
             self.shards = ShardKeeper(
-                config, ShardSpace(settings.shards), self.client, metrics=self.shard_metrics
+                config,
+                ShardSpace(settings.election.shards),
+                self.client,
+                metrics=self.shard_metrics,
             )
         self.webhook: ConversionWebhook | None = None
         if conversions:
@@ -185,8 +193,8 @@ class Operator:
                 self.webhook = ConversionWebhook(
                     conversions,
                     client=self.client,
-                    bind_address=settings.webhook_bind_address,
-                    cert_dir=settings.webhook_cert_dir,
+                    bind_address=settings.serving.webhook_bind_address,
+                    cert_dir=settings.serving.webhook_cert_dir,
                     registry=self.metrics.registry,
                 )
             except WebhookError as err:
@@ -203,8 +211,8 @@ class Operator:
                 client=self.client,
                 discovery=self.discovery,
                 gate=self.gate,
-                namespaces=settings.watch_namespaces,
-                grace=settings.graceful_shutdown_timeout,
+                namespaces=settings.watching.watch_namespaces,
+                grace=settings.ansible.graceful_shutdown_timeout,
                 kill_now=self._kill_runs_now,
                 acting=lambda: keeper.acting,
             )
@@ -212,7 +220,7 @@ class Operator:
             informer for controller in self.controllers for informer in self._informers(controller)
         ]
         self.leader: LeaderElector | None = None
-        if settings.leader_elect:
+        if settings.election.leader_elect:
             try:
                 config = election_config(settings)
             except LeaderElectionError as err:
@@ -239,10 +247,10 @@ class Operator:
             )
 
     def _metrics_tls(self) -> ServingTLS | None:
-        if not self.settings.metrics_secure:
+        if not self.settings.serving.metrics_secure:
             return None
         try:
-            tls = serving_context(self.settings.metrics_cert_dir)
+            tls = serving_context(self.settings.serving.metrics_cert_dir)
         except MetricsCertError as err:
             raise StartupError(str(err)) from None
         log.info("Metrics certificate", extra={"source": tls.source})
@@ -269,7 +277,7 @@ class Operator:
             client=self.client,
             session=session,
             resource=resource,
-            reconcile_period=self.settings.reconcile_period,
+            reconcile_period=self.settings.reconcile.reconcile_period,
             gate=self.gate,
             ansible_names=self.ansible_names,
         )
@@ -278,7 +286,7 @@ class Operator:
             reconciler,
             workers=self.settings.max_concurrent_reconciles_for(gvk),
             owns=self.shards.owns if self.shards is not None else None,
-            resync_rate=self.settings.resync_rate,
+            resync_rate=self.settings.watching.resync_rate,
         )
         if self.shards is not None:
             self.shard_metrics.owned.labels(GVK=str(gvk)).set_function(controller.owned_count)
@@ -308,7 +316,7 @@ class Operator:
             # The shards' selector reaches the API server at each watch request: a change of
             # the shards held takes effect within this (the client-side filter, at once).
             timeout = int(self.shards.timings.lease_duration)
-        namespaces: list[str | None] = list(self.settings.watch_namespaces) or [None]
+        namespaces: list[str | None] = list(self.settings.watching.watch_namespaces) or [None]
         return [
             Informer(
                 self.client,
@@ -324,7 +332,7 @@ class Operator:
         ]
 
     async def run(self, stop: asyncio.Event) -> None:
-        namespaces = self.settings.watch_namespaces
+        namespaces = self.settings.watching.watch_namespaces
         if namespaces:
             log.info("Watching namespaces", extra={"namespaces": list(namespaces)})
         else:
@@ -354,7 +362,7 @@ class Operator:
         """What only the leader does: dependent watches, controllers and their informers."""
         self.readiness.acting()
         async with contextlib.AsyncExitStack() as watches:
-            if self.settings.inject_owner_ref:
+            if self.settings.proxy.inject_owner_ref:
                 await self.dependents.start()
                 watches.push_async_callback(self.dependents.stop)
             await self._run_controllers(stop)
@@ -378,7 +386,7 @@ class Operator:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 task.result()  # a crashed part ends the operator, loudly
-            timeout = self.settings.graceful_shutdown_timeout
+            timeout = self.settings.ansible.graceful_shutdown_timeout
             await drain(self.controllers, self.gate, timeout=timeout)
         finally:
             stop.set()
@@ -393,7 +401,7 @@ class Operator:
         """Start only once the API server answers; an outage at start is waited out, one warning
         per try, for --startup-timeout when it is set (then the start fails)."""
         backoff = Backoff(base=1.0, cap=30.0)
-        limit = self.settings.startup_timeout
+        limit = self.settings.api.startup_timeout
         loop = asyncio.get_running_loop()
         deadline = None if limit is None else loop.time() + limit
         while not stop.is_set():
@@ -453,23 +461,24 @@ def prepare(argv: Sequence[str]) -> tuple[RunSettings, list[Watch], Credentials]
     """Everything that can fail because of the user's input, checked before anything starts."""
     settings = parse_run_args(argv)
     logs.configure(
-        encoder=settings.zap_encoder or ("console" if settings.zap_devel else "json"),
+        encoder=settings.logging.zap_encoder
+        or ("console" if settings.logging.zap_devel else "json"),
         level=_log_level(settings),
         # zap's defaults: stack traces from warn in development mode, from error otherwise.
-        stacktrace_level=settings.zap_stacktrace_level
-        or ("warn" if settings.zap_devel else "error"),
-        time_encoding=settings.zap_time_encoding or logs.DEFAULT_TIME_ENCODING,
+        stacktrace_level=settings.logging.zap_stacktrace_level
+        or ("warn" if settings.logging.zap_devel else "error"),
+        time_encoding=settings.logging.zap_time_encoding or logs.DEFAULT_TIME_ENCODING,
     )
     for warning in settings.warnings:
         log.info(warning)
     try:
         watches = load_watches(
-            settings.watches_file, environ=settings.ansible_environ(), warn=log.warning
+            settings.watching.watches_file, environ=settings.ansible_environ(), warn=log.warning
         )
     except WatchesError as err:
         raise StartupError(f"Failed to load watches: {err}") from None
     try:
-        creds = load_credentials(kubeconfig=settings.kubeconfig)
+        creds = load_credentials(kubeconfig=settings.api.kubeconfig)
     except ConfigError as err:
         raise StartupError(str(err)) from None
     # After the checks: a refused start is its one line, with nothing before it.
