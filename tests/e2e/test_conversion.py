@@ -12,14 +12,18 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import socket
+import ssl
 import sys
 import urllib.request
+from urllib.parse import urlsplit
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
+from .operators import STRUCTURED_LOG, records_of
 from .project import RepoOperator, install_repo_crds, successful
 from .waiting import wait_until
 
@@ -61,10 +65,14 @@ def _get(crs, namespace: str, version: str, name: str) -> dict:
     return crs.get_namespaced_custom_object(GROUP, version, namespace, PLURAL, name)
 
 
-def _conversions(op: RepoOperator) -> float:
+def _metrics(op: RepoOperator) -> str:
     assert op.launched is not None and op.launched.metrics_url is not None
     with urllib.request.urlopen(op.launched.metrics_url, timeout=30) as resp:
-        text = resp.read().decode()
+        return resp.read().decode()
+
+
+def _conversions(op: RepoOperator) -> float:
+    text = _metrics(op)
     return sum(
         s.value
         for f in text_string_to_metric_families(text)
@@ -155,3 +163,61 @@ def test_the_api_server_converts_through_the_operator_and_loses_nothing(
 
     wait_until(deployed, what="the Deployment with both ports and two replicas", timeout=300)
     assert _conversions(nginx_operator) >= 4
+
+
+def _served_certificate(op: RepoOperator) -> bytes:
+    """The certificate the operator's webhook serves (DER), at the port its log names."""
+    serving = records_of(op.records(), "Serving conversion")
+    assert serving, "the operator did not say where it serves conversion"
+    port = urlsplit(serving[-1]["url"]).port
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as raw:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE  # what is served is compared, not trusted
+        with context.wrap_socket(raw) as tls:
+            der = tls.getpeercert(binary_form=True)
+    assert der
+    return der
+
+
+def test_replicas_behind_the_service_serve_one_certificate(cluster, namespace, tmp_path):
+    """Not on loopback (in a cluster, behind the CRD's Service), the first operator keeps its
+    certificate in a Secret beside the Service and a second one serves the same; the CRD's CA
+    bundle is that certificate. A certificate each would leave the API server trusting one."""
+    with cluster.api_client() as api_client:
+        install_repo_crds(api_client)
+        service = _client_config(cluster).get("service") or {}
+        core = client.CoreV1Api(api_client)
+        try:
+            core.create_namespace({"metadata": {"name": service["namespace"]}})
+        except ApiException as err:
+            assert err.status == 409, err
+        secret = f"{service['name']}-cert"
+        operators = [
+            RepoOperator(tmp_path / str(i), cluster.kubeconfig, [namespace]) for i in (1, 2)
+        ]
+        try:
+            for op in operators:  # one after the other: the first makes the Secret
+                op.start(*STRUCTURED_LOG, "--webhook-bind-address=0.0.0.0:0")
+            served = [_served_certificate(op) for op in operators]
+            kept = core.read_namespaced_secret(secret, service["namespace"]).data
+            pem = base64.b64decode(kept["tls.crt"])
+            assert served[0] == served[1] == ssl.PEM_cert_to_DER_cert(pem.decode())
+            config = _client_config(cluster)
+            assert "url" not in config or not config["url"]
+            assert base64.b64decode(config["ca_bundle"]) == pem
+            for op in operators:
+                shared = [
+                    s
+                    for f in text_string_to_metric_families(_metrics(op))
+                    if f.name == "ansible_operator_conversion_certificate"
+                    for s in f.samples
+                ]
+                assert [(s.labels, s.value) for s in shared] == [({"source": "shared"}, 1.0)]
+        finally:
+            for op in operators:
+                op.stop()
+            try:
+                core.delete_namespaced_secret(secret, service["namespace"])
+            except ApiException as err:  # none made: the test failed before, and says why
+                assert err.status == 404, err

@@ -30,6 +30,7 @@ Grant = tuple[str, str, str]  # (API group, resource or resource/subresource, ve
 MANAGER = "manager-role"  # the runtime's and the roles' work on the watched namespaces
 LEADER_ELECTION = "leader-election-role"  # in the operator's own namespace
 METRICS_AUTH = "metrics-auth-role"  # checking who scrapes /metrics
+WEBHOOK_CERTIFICATE = "webhook-certificate-role"  # the conversion webhook's shared certificate
 SERVICE_ACCOUNT = "controller-manager"
 
 # Kinds the roles name that are not the repository's CRDs: their group and resource.
@@ -95,6 +96,12 @@ LEADER_ELECTION_RUNTIME = [
     Need(*LEASES, "create", "runtime/leader.py", 'request("POST", self._collection'),
     Need(*LEASES, "update", "runtime/leader.py", 'request("PUT", self._path'),
     Need(*LEASES, "delete", "runtime/leader.py", 'request("DELETE", self._path'),
+]
+_SECRETS = ("", "secrets")
+WEBHOOK_CERTIFICATE_RUNTIME = [
+    Need(*_SECRETS, "get", _WEBHOOK, 'await self.client.get(f"{path}/{name}")'),
+    Need(*_SECRETS, "create", _WEBHOOK, 'await self.client.request("POST", path, body=body)'),
+    Need(*_SECRETS, "update", _WEBHOOK, 'self.client.request("PUT", f"{path}/{name}", body=body)'),
 ]
 METRICS_AUTH_RUNTIME = [
     Need(
@@ -291,7 +298,7 @@ def compare(name: str, need: set[Grant]) -> None:
 
 def test_the_runtime_still_sends_each_request_its_rules_are_for():
     needs = [*PER_KIND, *PER_FINALIZER, *PER_DEPENDENT, *MANAGER_RUNTIME]
-    needs += [*LEADER_ELECTION_RUNTIME, *METRICS_AUTH_RUNTIME]
+    needs += [*LEADER_ELECTION_RUNTIME, *METRICS_AUTH_RUNTIME, *WEBHOOK_CERTIFICATE_RUNTIME]
     for need in needs:
         source = " ".join((PACKAGE / need.module).read_text().split())
         assert need.code in source, f"{need}: `{need.code}` is gone; is the rule still needed?"
@@ -305,6 +312,15 @@ def test_the_leader_election_role_grants_what_the_leases_use():
     compare(LEADER_ELECTION, {n.grant for n in LEADER_ELECTION_RUNTIME})
 
 
+def test_the_webhook_certificate_role_grants_its_secret():
+    compare(WEBHOOK_CERTIFICATE, {n.grant for n in WEBHOOK_CERTIFICATE_RUNTIME})
+    # the Secret the webhook names after its Service, as config/default names that Service
+    prefix = yaml.safe_load((REPO / "config/default/kustomization.yaml").read_text())["namePrefix"]
+    service = yaml.safe_load((REPO / "config/webhook/service.yaml").read_text())["metadata"]["name"]
+    named = [r for r in roles_by_name()[WEBHOOK_CERTIFICATE]["rules"] if "get" in r["verbs"]]
+    assert [r.get("resourceNames") for r in named] == [[f"{prefix}{service}-cert"]]
+
+
 def test_the_metrics_auth_role_grants_the_two_reviews():
     compare(METRICS_AUTH, {n.grant for n in METRICS_AUTH_RUNTIME})
 
@@ -316,7 +332,7 @@ def test_the_service_account_is_bound_to_those_roles_only():
             subjects = {(s["kind"], s["name"]) for s in doc["subjects"]}
             if ("ServiceAccount", SERVICE_ACCOUNT) in subjects:
                 bound.add(doc["roleRef"]["name"])
-    assert bound == {MANAGER, LEADER_ELECTION, METRICS_AUTH}
+    assert bound == {MANAGER, LEADER_ELECTION, METRICS_AUTH, WEBHOOK_CERTIFICATE}
 
 
 def test_the_metrics_reader_role_reads_metrics_only():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime
 import ipaddress
 import json
 import logging
@@ -28,7 +29,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from cryptography import x509
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ansible_operator.core import KindConversion, Watch, convert, watched_versions
 from ansible_operator.kube import ApiError, KubeClient, Unreachable
@@ -39,6 +41,7 @@ from ansible_operator.runtime.metrics_tls import CERT_NAME, KEY_NAME, self_signe
 log = logging.getLogger("conversion")
 
 KEEP_INTERVAL = 10.0
+RENEW_BEFORE = datetime.timedelta(days=30)  # a shared certificate this close to its end is renewed
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
 SERVICE_ANNOTATION = "conversion.ansible-operator.io/service"  # what a loopback URL replaced
@@ -120,6 +123,13 @@ class ConversionWebhook:
             "Time to answer one ConversionReview.",
             registry=registry,
         )
+        self.certificate = Gauge(
+            "ansible_operator_conversion_certificate",
+            "1 for where the webhook's certificate comes from: mounted (--webhook-cert-dir), "
+            "shared (a Secret every replica serves), own (this replica's alone).",
+            ["source"],
+            registry=registry,
+        )
 
     @property
     def loopback(self) -> bool:
@@ -143,7 +153,7 @@ class ConversionWebhook:
                 f"Conversion webhook: cannot read the CRDs, so cannot point them here: {err}"
             )
             crds = {}
-        context = self._tls(crds.values())
+        context = await self._tls(list(crds.values()))
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_post("/convert", self._convert)
         self._runner = web.AppRunner(app, access_log=None)
@@ -193,24 +203,31 @@ class ConversionWebhook:
                 return dict(crd)
         raise WebhookError(f"{name}: no CRD in the cluster (apply config/crd first)")
 
-    def _tls(self, crds: Any) -> ssl.SSLContext:
+    async def _tls(self, crds: Sequence[Mapping[str, Any]]) -> ssl.SSLContext:
         directory = Path(self.cert_dir) if self.cert_dir else default_cert_dir()
         cert, key = directory / CERT_NAME, directory / KEY_NAME
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         if cert.exists() and key.exists():
             self._source = str(directory)
+            self.certificate.labels("mounted").set(1)
         elif self.cert_dir:
             missing = cert if not cert.exists() else key
             raise WebhookError(f"--webhook-cert-dir: {missing} does not exist")
         else:
-            names = []
-            for crd in crds:
-                service = _client_config(crd).get("service") or {}
-                if service.get("name") and service.get("namespace"):
-                    names.append(f"{service['name']}.{service['namespace']}.svc")
-            cert_pem, key_pem = self_signed_pair("localhost", names=names)
-            self.ca_pem, self._source = cert_pem, "self-signed"
+            services = [
+                service
+                for service in (_client_config(crd).get("service") for crd in crds)
+                if service and service.get("name") and service.get("namespace")
+            ]
+            names = [f"{s['name']}.{s['namespace']}.svc" for s in services]
+            if services and not self.loopback:
+                cert_pem, key_pem = await self._shared_pair(services[0], names)
+            else:  # loopback: the API server calls this process's own URL
+                cert_pem, key_pem = self_signed_pair("localhost", names=names)
+                self._source = "self-signed"
+                self.certificate.labels("own").set(1)
+            self.ca_pem = cert_pem
             scratch = tempfile.TemporaryDirectory(prefix="webhook-cert-")
             with scratch:
                 cert, key = Path(scratch.name) / CERT_NAME, Path(scratch.name) / KEY_NAME
@@ -223,6 +240,65 @@ class ConversionWebhook:
         except (OSError, ssl.SSLError) as err:
             raise WebhookError(f"cannot load the webhook certificate {cert}: {err}") from None
         return context
+
+    async def _shared_pair(
+        self, service: Mapping[str, Any], names: Sequence[str]
+    ) -> tuple[bytes, bytes]:
+        """The certificate every replica behind ``service`` serves: made by the first to start
+        and kept in the Secret ``<service>-cert`` beside the Service (the CRD holds one CA, so
+        replicas with a certificate each would fail the reviews the others' CA does not sign).
+        Renewed by the first replica to start within RENEW_BEFORE of its end. Without the
+        rights, this replica serves its own, said once and in the metric."""
+        namespace, name = str(service["namespace"]), f"{service['name']}-cert"
+        path = f"/api/v1/namespaces/{namespace}/secrets"
+        try:
+            for _ in range(3):  # a create or renewal raced by another replica: read it again
+                try:
+                    secret: dict[str, Any] | None = await self.client.get(f"{path}/{name}")
+                except ApiError as err:
+                    if err.status != 404:
+                        raise
+                    secret = None
+                pair = _pair_of(secret)
+                if pair is not None and not _expiring(pair[0]):
+                    self._source = f"Secret {namespace}/{name}"
+                    self.certificate.labels("shared").set(1)
+                    return pair
+                cert_pem, key_pem = self_signed_pair("localhost", names=names)
+                body: dict[str, Any] = {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "type": "kubernetes.io/tls",
+                    "metadata": {"name": name, "namespace": namespace},
+                    "data": {
+                        CERT_NAME: base64.b64encode(cert_pem).decode(),
+                        KEY_NAME: base64.b64encode(key_pem).decode(),
+                    },
+                }
+                try:
+                    if secret is None:
+                        await self.client.request("POST", path, body=body)
+                    else:  # renewal, only over the version read
+                        version = secret["metadata"]["resourceVersion"]
+                        body["metadata"]["resourceVersion"] = version
+                        await self.client.request("PUT", f"{path}/{name}", body=body)
+                except ApiError as err:
+                    if err.status == 409:
+                        continue
+                    raise
+                self._source = f"Secret {namespace}/{name}"
+                self.certificate.labels("shared").set(1)
+                return cert_pem, key_pem
+            raise ApiError(409, "Conflict", f"the Secret {namespace}/{name} kept changing")
+        except (ApiError, Unreachable) as err:
+            log.warning(
+                f"Conversion webhook: cannot keep its certificate in the Secret {namespace}/{name}"
+                f" ({err}), so this replica serves one of its own: with several replicas, the "
+                "API server trusts only the last one's; mount one at --webhook-cert-dir"
+            )
+            self._source = "self-signed"
+            self.certificate.labels("own").set(1)
+            return self_signed_pair("localhost", names=names)
 
     async def _keep_all(self) -> None:
         while True:
@@ -302,6 +378,23 @@ class ConversionWebhook:
             log.warning(f"Conversion failed: {response['result']['message']}")
         self.seconds.observe(time.monotonic() - started)
         return web.json_response(answer)
+
+
+def _pair_of(secret: Mapping[str, Any] | None) -> tuple[bytes, bytes] | None:
+    data = (secret or {}).get("data") or {}
+    try:
+        return base64.b64decode(data[CERT_NAME]), base64.b64decode(data[KEY_NAME])
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def _expiring(cert_pem: bytes) -> bool:
+    """Whether a certificate ends within RENEW_BEFORE (or cannot be read)."""
+    try:
+        ends = x509.load_pem_x509_certificate(cert_pem).not_valid_after_utc
+    except ValueError:
+        return True
+    return ends - datetime.datetime.now(datetime.UTC) < RENEW_BEFORE
 
 
 def _client_config(crd: Mapping[str, Any]) -> dict[str, Any]:
