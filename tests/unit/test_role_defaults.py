@@ -46,7 +46,16 @@ def role_defaults(role: Path) -> dict[str, Any]:
 
 
 def test_every_example_role_has_an_argument_spec():
-    assert [r.name for r in ROLES] == ["at", "etcdbackup", "etcdrestore", "etcdstore", "foo", "memcached", "memfin", "nginx"]
+    assert [r.name for r in ROLES] == [
+        "at",
+        "etcdbackup",
+        "etcdrestore",
+        "etcdstore",
+        "foo",
+        "memcached",
+        "memfin",
+        "nginx",
+    ]
 
 
 @pytest.mark.parametrize("role", ROLES, ids=lambda r: r.name)
