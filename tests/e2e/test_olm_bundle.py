@@ -38,7 +38,13 @@ def validator() -> Path:
 
 # Warnings of the validators that a bundle here may give, each with its reason (a substring of
 # the warning: why it is accepted). Any other warning fails the test, as every error does.
-ACCEPTED_WARNINGS: dict[str, str] = {}
+ACCEPTED_WARNINGS: dict[str, str] = {
+    "Kind=NginxOperator: provided API should have an example annotation": (
+        "the samples kustomization lists one sample per kind, as init and new-api write it for "
+        "PROJECT's resources; nginx's v1alpha2 sample is a file beside it, so alm-examples has "
+        "no v1alpha2 example yet"
+    ),
+}
 
 
 def assert_valid(bundle_dir: Path, dockerfile: Path, validator: Path) -> None:

@@ -84,6 +84,9 @@ class PodmanPod:
             "--health-probe-bind-address": f"127.0.0.1:{self.probe_port}",
             "--metrics-bind-address": f"127.0.0.1:{self.metrics_port}",
             "--proxy-port": "0",  # a Pod's 8888 is its own; the host's may be taken
+            # The local cluster routes no Service: on loopback the operator points the CRD's
+            # conversion webhook at its own URL, which the API server on this host reaches.
+            "--webhook-bind-address": "127.0.0.1:0",
         }
         out = [a for a in args if a.partition("=")[0] not in moved]
         return out + [f"{flag}={address}" for flag, address in moved.items()]

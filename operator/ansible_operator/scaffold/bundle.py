@@ -271,6 +271,11 @@ def make(documents: Sequence[Any], options: Options) -> Bundle:
     webhooks = _conversion_webhooks(crds, services, [_name(d) for d in deployments])
     if webhooks:
         spec["webhookdefinitions"] = webhooks
+        # OLM mounts the webhook's certificate and injects its CA into the CRDs, so the rules
+        # that let the operator do it itself (read and patch its CRDs) are not the bundle's.
+        for key in ("permissions", "clusterPermissions"):
+            for entry in spec["install"]["spec"][key]:
+                entry["rules"] = [r for r in entry["rules"] if not _on_crds(r)]
 
     result = Bundle(dockerfile=dockerfile(options))
     result.files[f"manifests/{options.package}.clusterserviceversion.yaml"] = manifest_yaml.dump(
@@ -288,6 +293,12 @@ def make(documents: Sequence[Any], options: Options) -> Bundle:
     if scorecards:
         result.files["tests/scorecard/config.yaml"] = manifest_yaml.dump(scorecards[0])
     return result
+
+
+def _on_crds(rule: Mapping[str, Any]) -> bool:
+    return "apiextensions.k8s.io" in (rule.get("apiGroups") or []) and (
+        "customresourcedefinitions" in (rule.get("resources") or [])
+    )
 
 
 def _example(sample: Mapping[str, Any]) -> dict[str, Any]:
