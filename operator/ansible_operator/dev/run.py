@@ -16,6 +16,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ansible_operator.dev import launcher, project
@@ -25,6 +26,7 @@ from ansible_operator.kube import ApiError, ConfigError, KubeClient, Unreachable
 
 SUCCESS_TIMEOUT = 600.0
 ESTABLISHED_TIMEOUT = 60.0
+CONVERSION_TIMEOUT = 60.0  # for the API server to call the operator's webhook, once it serves
 
 
 def _say(message: str = "") -> None:
@@ -81,8 +83,6 @@ async def _run(
         _say(kubectl("apply", "-k", str(project_dir / "config/crd")).rstrip())
         await project.wait_established(client, crds, ESTABLISHED_TIMEOUT)
         samples = project.objects_of(kubectl("kustomize", str(project_dir / "config/samples")))
-        kept = await project.existing(client, samples, namespace)
-        _say(kubectl("apply", "-k", str(project_dir / "config/samples"), "-n", namespace).rstrip())
         _say()
         _say(f"export KUBECONFIG={kubeconfig}")
         _say(f"Starting the operator (watches.yaml, namespace {namespace}); Ctrl-C stops it.")
@@ -99,7 +99,11 @@ async def _run(
                 args=["--watches-file=./watches.yaml"],
                 tmp_dir=Path(tmp),
             )
-            return await _supervise(config, client, samples, len(kept), namespace)
+
+            def apply_samples() -> str:
+                return kubectl("apply", "-k", str(project_dir / "config/samples"), "-n", namespace)
+
+            return await _supervise(config, client, apply_samples, samples, namespace)
     finally:
         await client.close()
 
@@ -107,11 +111,14 @@ async def _run(
 async def _supervise(
     config: launcher.LaunchConfig,
     client: KubeClient,
+    apply_samples: Callable[[], str],
     samples: list[project.ObjectRef],
-    kept: int,
     namespace: str,
 ) -> int:
-    """Run the operator until it exits or a signal asks it to stop; its exit code."""
+    """Run the operator, then apply the samples, until it exits or a signal asks it to stop;
+    its exit code. The samples wait for the operator: a kind served at two versions converts
+    through the operator's webhook, so a sample of the version not stored cannot be written
+    before the operator serves it and has pointed the CRD at it."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -122,6 +129,8 @@ async def _supervise(
             f"==== the operator (pid {operator.proc.pid}) is ready: metrics "
             f"{operator.metrics_url}, probes http://127.0.0.1:{operator.ports.probes}/readyz ===="
         )
+        kept = len(await _when_converted(lambda: project.existing(client, samples, namespace)))
+        _say((await _when_converted(lambda: asyncio.to_thread(apply_samples))).rstrip())
         banner = asyncio.create_task(_banner(client, samples, kept, namespace, time.monotonic()))
         while operator.proc.poll() is None and not stop.is_set():
             with contextlib.suppress(TimeoutError):
@@ -132,6 +141,19 @@ async def _supervise(
     finally:
         code = await asyncio.to_thread(operator.stop)
     return code
+
+
+async def _when_converted[T](step: Callable[[], Awaitable[T]]) -> T:
+    """``step()``, again while the API server still calls the conversion webhook the CRD named
+    before the operator pointed it at itself (it takes up a CRD's change a moment later)."""
+    deadline = time.monotonic() + CONVERSION_TIMEOUT
+    while True:
+        try:
+            return await step()
+        except (ProjectError, ApiError) as err:
+            if "conversion webhook" not in str(err) or time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(1)
 
 
 async def _banner(
