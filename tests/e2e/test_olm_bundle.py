@@ -7,18 +7,16 @@ sure the cluster's kubectl (kustomize) exists first; no cluster is started."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from ansible_operator import cli
 from ansible_operator.devcluster import binaries, bundle_validator, deploy
 from ansible_operator.scaffold import bundle
 from tests import scorecard
+from tests.new_project import make, new_project
 
 pytestmark = pytest.mark.e2e
 
@@ -91,28 +89,12 @@ ROLE_TASKS = """\
 """
 
 
-def make(project: Path, *args: str) -> str:
-    env = {**os.environ, "ANSIBLE_OPERATOR": str(BIN / "ansible-operator")}
-    done = subprocess.run(
-        ["make", "--no-print-directory", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
-
-
 def test_make_bundle_in_a_new_project(tmp_path, monkeypatch, validator):
     """init, new-api with a role that makes a ConfigMap, `make bundle`: the base CSV is written,
     the bundle validates; an edit of the base survives a second `make bundle`."""
-    project = tmp_path / "greeter-operator"
-    project.mkdir()
-    monkeypatch.chdir(project)
-    assert cli.main(["init", "--domain", "example.com"]) == 0
-    argv = ["new-api", "--group", "hello", "--version", "v1alpha1", "--kind", "Greeting"]
-    assert cli.main(argv) == 0
+    project = new_project(
+        tmp_path, monkeypatch, "greeter-operator", "hello", "v1alpha1", "Greeting"
+    )
     (project / "roles/greeting/tasks/main.yml").write_text(ROLE_TASKS)
     make(project, "bundle", "VERSION=0.1.0", "IMG=quay.io/example/greeter:0.1.0")
     assert_valid(project / "bundle", project / "bundle.Dockerfile", validator)
@@ -142,12 +124,7 @@ def test_make_bundle_in_a_new_project(tmp_path, monkeypatch, validator):
 def test_the_validator_finds_what_is_wrong(tmp_path, monkeypatch, validator):
     """It is no rubber stamp: a bundle without the CRD its CSV owns, and with a capability level
     OLM does not know, is refused, naming both."""
-    project = tmp_path / "broken-operator"
-    project.mkdir()
-    monkeypatch.chdir(project)
-    assert cli.main(["init", "--domain", "example.com"]) == 0
-    argv = ["new-api", "--group", "b", "--version", "v1", "--kind", "Thing"]
-    assert cli.main(argv) == 0
+    project = new_project(tmp_path, monkeypatch, "broken-operator", "b", "v1", "Thing")
     (project / "roles/thing/tasks/main.yml").write_text(ROLE_TASKS)
     make(project, "bundle")
     (project / "bundle/manifests/b.example.com_things.yaml").unlink()

@@ -6,35 +6,23 @@ metadata/ and tests/scorecard/ at its root, as OLM unpacks it."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
 import yaml
 
-from ansible_operator import cli
 from ansible_operator.devcluster import image
+from tests.new_project import make, new_project
 
 BIN = Path(sys.executable).parent
 TAG = "localhost/greeter-bundle:image-test"
 
 
-def make(project: Path, *args: str) -> None:
-    env = {**os.environ, "ANSIBLE_OPERATOR": str(BIN / "ansible-operator")}
-    argv = ["make", "--no-print-directory", *args]
-    done = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
 def test_make_bundle_build(tmp_path, monkeypatch, podman: image.Podman):
-    project = tmp_path / "greeter-operator"
-    project.mkdir()
-    monkeypatch.chdir(project)
-    assert cli.main(["init", "--domain", "example.com"]) == 0
-    argv = ["new-api", "--group", "hello", "--version", "v1alpha1", "--kind", "Greeting"]
-    assert cli.main(argv) == 0
+    project = new_project(
+        tmp_path, monkeypatch, "greeter-operator", "hello", "v1alpha1", "Greeting"
+    )
     make(project, "bundle", "VERSION=0.1.0")
     make(project, "bundle-build", f"BUNDLE_IMG={TAG}")
 
