@@ -1,7 +1,6 @@
 """Pure decisions, no I/O: GVKs and keys, watches.yaml, extra vars, conditions, predicates,
-label selectors, ownership, CR annotations, shards, leader election and conversion between a
-kind's versions. Imports only
-``gocompat``.
+label selectors, ownership, cross-kind watches (related resources), CR annotations, shards,
+leader election and conversion between a kind's versions. Imports only ``gocompat``.
 
 Other layers use the names below. ``annotations``, ``conditions``, ``conversion``,
 ``objects``, ``predicates`` and ``reserved_vars`` are namespaces (``conditions.mark_running``),
@@ -51,12 +50,14 @@ from ansible_operator.core.ownership import (
     owned_by_reference,
     owner_keys,
 )
+from ansible_operator.core.related import CRIndex, Seen, related_event
 from ansible_operator.core.selectors import LabelSelector
 from ansible_operator.core.shards import DEFAULT_SHARDS, MAX_SHARDS, ShardSpace, balance
 from ansible_operator.core.watches import (
     GVK,
     Finalizer,
     Locator,
+    RelatedResource,
     RoleSearch,
     Watch,
     WatchesError,
@@ -70,6 +71,7 @@ __all__ = [
     "JITTER_FACTOR",
     "MAX_SHARDS",
     "Backoff",
+    "CRIndex",
     "Candidate",
     "Finalizer",
     "ItemBackoff",
@@ -80,8 +82,10 @@ __all__ = [
     "Locator",
     "Mode",
     "Owner",
+    "RelatedResource",
     "ReservedVariableError",
     "RoleSearch",
+    "Seen",
     "ShardSpace",
     "SpecError",
     "Timings",
@@ -110,6 +114,7 @@ __all__ = [
     "parse_watches",
     "predicates",
     "reconcile_period",
+    "related_event",
     "reserved_vars",
     "to_camel",
     "verbosity",

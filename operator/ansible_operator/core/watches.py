@@ -67,6 +67,31 @@ class Finalizer:
         return bool(self.playbook or self.role)
 
 
+# How a related object's change finds the CRs it concerns (a `relatedResources` entry's `mapBy`).
+CR_SELECTOR = "crSelector"  # the CRs whose label selector at `path` matches the object's labels
+OBJECT_REF = "objectRef"  # the CR named by the object's field at `path`
+ALL_IN_NAMESPACE = "allInNamespace"  # every CR in the object's namespace
+MAP_BY = (CR_SELECTOR, OBJECT_REF, ALL_IN_NAMESPACE)
+
+
+@dataclass(frozen=True)
+class RelatedResource:
+    """Our addition (`relatedResources`): objects of another kind whose changes reconcile CRs.
+
+    Only objects whose labels match `selector` count; `map_by` says which CRs they concern,
+    reading the dotted `path` (of the CR for crSelector, of the object for objectRef).
+    """
+
+    gvk: GVK
+    map_by: str
+    path: tuple[str, ...] = ()
+    selector: LabelSelector = field(default_factory=LabelSelector)
+
+    def __str__(self) -> str:
+        how = f"{self.map_by}={'.'.join(self.path)}" if self.path else self.map_by
+        return f"{self.gvk.group_kind} by {how}"
+
+
 @dataclass(frozen=True)
 class Watch:
     """One validated watches.yaml entry. Paths are absolute; defaults are upstream's."""
@@ -92,6 +117,8 @@ class Watch:
     run_timeout: float | None = None
     # Our addition (`allowReservedVars`): the `ansible_*` variables a CR's spec may set.
     allow_reserved_vars: tuple[str, ...] = ()
+    # Our addition (`relatedResources`): other kinds whose changes reconcile this kind's CRs.
+    related: tuple[RelatedResource, ...] = ()
 
     @property
     def marks_spec_unsafe(self) -> bool:
@@ -327,9 +354,12 @@ _WATCH_KEYS = (
     "selector",
     "runTimeout",
     reserved_vars.WATCH_KEY,
+    "relatedResources",
 )
 _GVK_KEYS = ("group", "version", "kind")
 _FINALIZER_KEYS = ("name", "playbook", "role", "vars")
+_RELATED_KEYS = ("group", "version", "kind", "selector", "mapBy")
+_PATH_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
 
 
 @dataclass
@@ -360,6 +390,77 @@ def _parse_blacklist(value: Any) -> tuple[GVK, ...]:
             raise _Problem(f"blacklist[{i}] must be a mapping, got {go_yaml.type_name(item)}")
         items.append(_parse_gvk_fields(_fields(item, _GVK_KEYS), f"blacklist[{i}]."))
     return tuple(items)
+
+
+def _as_path(value: Any, name: str) -> tuple[str, ...]:
+    """A dotted field path (`spec.serviceMonitorSelector`): names of letters, digits, - and _."""
+    if not isinstance(value, str):
+        raise _Problem(f"{name} must be a dotted field path, got {go_yaml.type_name(value)}")
+    segments = tuple(value.split("."))
+    if not all(_PATH_SEGMENT.fullmatch(segment) for segment in segments):
+        raise _Problem(
+            f"{name}: {value!r} is not a dotted field path such as spec.serviceMonitorSelector "
+            "(field names of letters, digits, '-' and '_', joined by '.')"
+        )
+    return segments
+
+
+def _parse_map_by(value: Any, where: str) -> tuple[str, tuple[str, ...]]:
+    """`mapBy`: exactly one of crSelector, objectRef (paths) and allInNamespace (true)."""
+    name = f"{where}.mapBy"
+    choices = ", ".join(MAP_BY)
+    if not isinstance(value, dict):
+        got = "nothing" if value is None else go_yaml.type_name(value)
+        raise _Problem(f"{name} must be a mapping with one of {choices}, got {got}")
+    unknown = _unknown_keys(value, MAP_BY)
+    if unknown:
+        raise _Problem(f"{name}: unknown key {unknown[0]!r} (one of {choices})")
+    given = _fields(value, MAP_BY)
+    if len(given) != 1:
+        raise _Problem(f"{name} must have exactly one of {choices}, got {len(given)}")
+    ((how, raw),) = given.items()
+    if how == ALL_IN_NAMESPACE:
+        if raw is not True:
+            shown = " false" if raw is False else f" {raw!r}" if isinstance(raw, str) else ""
+            raise _Problem(
+                f"{name}.{how} must be true (unquoted), got {go_yaml.type_name(raw)}{shown}"
+            )
+        return how, ()
+    return how, _as_path(raw, f"{name}.{how}")
+
+
+def _parse_related(value: Any, own: GVK) -> tuple[RelatedResource, ...]:
+    """`relatedResources`, ours: unlike the entry's own keys, nothing here is ignored."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _Problem(f"relatedResources must be a list, got {go_yaml.type_name(value)}")
+    related = []
+    for i, item in enumerate(value):
+        where = f"relatedResources[{i}]"
+        if not isinstance(item, dict):
+            raise _Problem(f"{where} must be a mapping, got {go_yaml.type_name(item)}")
+        unknown = _unknown_keys(item, _RELATED_KEYS)
+        if unknown:
+            known = ", ".join(_RELATED_KEYS)
+            raise _Problem(f"{where}: unknown key {unknown[0]!r} (known: {known})")
+        fields = _fields(item, _RELATED_KEYS)
+        gvk = _parse_gvk_fields(fields, f"{where}.")
+        for part in ("version", "kind"):
+            if not getattr(gvk, part):
+                raise _Problem(f"{where}.{part} must not be empty")
+        if (gvk.group, gvk.kind) == (own.group, own.kind):
+            raise _Problem(
+                f"{where}: {gvk.group_kind} is the watched kind itself, whose changes "
+                "reconcile its CRs already"
+            )
+        try:
+            selector = LabelSelector.parse(fields.get("selector"))
+        except ValueError as e:
+            raise _Problem(f"{where}.selector: {e}") from None
+        how, path = _parse_map_by(fields.get("mapBy"), where)
+        related.append(RelatedResource(gvk=gvk, map_by=how, path=path, selector=selector))
+    return tuple(related)
 
 
 def _ansible_path(
@@ -463,6 +564,7 @@ def _parse_fields(fields: Mapping[str, Any], gvk: GVK, locate: Locator) -> _Pars
         selector=selector,
         run_timeout=run_timeout or None,
         allow_reserved_vars=_as_reserved_vars(fields.get(reserved_vars.WATCH_KEY)),
+        related=_parse_related(fields.get("relatedResources"), gvk),
     )
     return _Parsed(watch, ([problem] if problem else []) + finalizer_problems)
 
