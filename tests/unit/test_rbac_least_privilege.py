@@ -1,7 +1,7 @@
 """config/rbac grants the operator's ServiceAccount what it uses, and nothing else.
 
 The need is derived, not restated: from watches.yaml (each watched kind, its finalizer, its
-blacklist), from the example roles (every task's module, the kinds its arguments and templates
+blacklist, its related resources), from the example roles (every task's module, the kinds its arguments and templates
 name, and the requests that module sends) and from the runtime's own requests, each named with
 the code of the package that sends it (checked to still be there, so a runtime that stops
 sending a request fails here until its rule goes too). Then each Role and ClusterRole bound to the
@@ -39,6 +39,7 @@ BUILTIN_KINDS = {
     ("v1", "Event"): ("", "events"),
     ("v1", "PersistentVolumeClaim"): ("", "persistentvolumeclaims"),
     ("v1", "Pod"): ("", "pods"),
+    ("v1", "Secret"): ("", "secrets"),
     ("v1", "Service"): ("", "services"),
     ("apps/v1", "Deployment"): ("apps", "deployments"),
     ("apps/v1", "StatefulSet"): ("apps", "statefulsets"),
@@ -79,6 +80,11 @@ PER_FINALIZER = [
 PER_DEPENDENT = [
     Need("", "{}", "list", "runtime/dependents.py", "return Informer("),
     Need("", "{}", "watch", "runtime/dependents.py", "return Informer("),
+]
+# ... on each kind a watch's relatedResources name: their informers list and watch it.
+PER_RELATED = [
+    Need("", "{}", "list", "runtime/related.py", "informer = Informer("),
+    Need("", "{}", "watch", "runtime/related.py", "informer = Informer("),
 ]
 MANAGER_RUNTIME = [
     # the conversion webhook: the CRDs it converts for, and their client configuration
@@ -256,6 +262,10 @@ def manager_need() -> set[Grant]:
         for role in watch_roles(watch):
             sent, watched = role_requests(role, blacklist)
             need |= sent | watched
+        for related in watch.get("relatedResources") or []:
+            api_version = f"{related.get('group') or ''}/{related['version']}".lstrip("/")
+            group, plural = resource_of(api_version, related["kind"], "relatedResources")
+            need |= {(group, plural, n.grant[2]) for n in PER_RELATED}
     return need
 
 
@@ -297,7 +307,7 @@ def compare(name: str, need: set[Grant]) -> None:
 
 
 def test_the_runtime_still_sends_each_request_its_rules_are_for():
-    needs = [*PER_KIND, *PER_FINALIZER, *PER_DEPENDENT, *MANAGER_RUNTIME]
+    needs = [*PER_KIND, *PER_FINALIZER, *PER_DEPENDENT, *PER_RELATED, *MANAGER_RUNTIME]
     needs += [*LEADER_ELECTION_RUNTIME, *METRICS_AUTH_RUNTIME, *WEBHOOK_CERTIFICATE_RUNTIME]
     for need in needs:
         source = " ".join((PACKAGE / need.module).read_text().split())
