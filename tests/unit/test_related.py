@@ -314,3 +314,15 @@ def test_related_watches_enqueue_after_the_initial_list_and_count_it() -> None:
         "ansible_operator_related_events_total", {"GVK": str(PROMETHEUS), "related": str(MONITOR)}
     )
     assert value == 1.0
+
+
+def test_a_cluster_scoped_kind_seen_in_every_namespace_counts_once() -> None:
+    enqueued: list[tuple[str, str]] = []
+    related = RelatedWatches(None, None, ("a", "b"), None)  # type: ignore[arg-type]
+    watch = Watch(PROMETHEUS, role="/r", related=(ALL,))
+    related.add_owner(watch, enqueued.append)
+    related.observe_primary(watch, "ADDED", cr("a", "p"))
+    for informer in related.informers():
+        informer.synced.set()
+        informer._deliver("ADDED", monitor("", "cluster-wide", {}))
+    assert enqueued == [("a", "p")]

@@ -95,13 +95,17 @@ class RelatedWatches:
         """The informers of every related resource of every watch, to run with the others."""
         scopes: list[str | None] = list(self._namespaces) or [None]
         return [
-            self._informer(owner, related, scope)
+            self._informer(owner, related, scope, first=i == 0)
             for owner in self.owners.values()
             for related in owner.watch.related
-            for scope in scopes
+            for i, scope in enumerate(scopes)
         ]
 
-    def _informer(self, owner: Owner, related: RelatedResource, scope: str | None) -> Informer:
+    def _informer(
+        self, owner: Owner, related: RelatedResource, scope: str | None, *, first: bool
+    ) -> Informer:
+        """The informer of one related resource in one scope. A cluster-scoped kind's objects
+        come to the informer of every watched namespace alike; only the first one's count."""
         state: dict[Key, Seen] = {}
         query = related.selector.to_query()
         params = {"labelSelector": query} if query else {}
@@ -110,6 +114,8 @@ class RelatedWatches:
             return owner.index.keys_for(related, obj)
 
         def handle(event_type: str, obj: dict[str, Any]) -> None:
+            if not first and not objects.key(obj)[0]:
+                return
             keys = related_event(state, event_type, obj, keys_of)
             if informer.synced.is_set():  # not the initial list
                 self._trigger(owner, related, event_type, obj, keys)
