@@ -55,6 +55,8 @@ def test_every_example_role_has_an_argument_spec():
         "memcached",
         "memfin",
         "nginx",
+        "prometheus",
+        "servicemonitor",
     ]
 
 
