@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_operator.devcluster import binaries, bundle_validator, deploy
+from ansible_operator.devcluster import binaries, bundle_validator, deploy, gobuild
 from ansible_operator.scaffold import bundle
 from tests import scorecard
 from tests.new_project import make, new_project
@@ -31,7 +31,7 @@ def validator() -> Path:
     def progress(message: str) -> None:
         print(f"[bundle validator] {message}", file=sys.__stderr__, flush=True)
 
-    return bundle_validator.ensure(progress=progress)
+    return gobuild.ensure(bundle_validator.PROGRAM, progress=progress)
 
 
 # Warnings of the validators that a bundle here may give, each with its reason (a substring of

@@ -1,13 +1,15 @@
 """A real Kubernetes control plane on loopback for development and tests, without Docker.
 
-Other layers use the names below; `binaries`, `processes` and `target` are namespaces, and
-`command`, `image_command` and `bundle_validator` are the command lines' (`add_parser`).
+Other layers use the names below; `binaries`, `gobuild`, `processes` and `target` are
+namespaces, and `command`, `image_command` and `bundle_validator` are the command lines'
+(`add_parser`).
 """
 
 from ansible_operator.devcluster import (
     binaries,
     bundle_validator,
     command,
+    gobuild,
     image_command,
     processes,
     target,
@@ -24,6 +26,7 @@ __all__ = [
     "binaries",
     "bundle_validator",
     "command",
+    "gobuild",
     "image_command",
     "processes",
     "target",

@@ -3,7 +3,7 @@
 operator-sdk cannot be built from the Go module proxy, but the validators its ``bundle
 validate`` runs can: ``bundlevalidator/`` is a small Go program on
 ``github.com/operator-framework/api`` at the version its go.mod pins, built once into the same
-per-user cache as the control-plane binaries (``binaries.cache_root``) and found there afterwards.
+per-user cache as the control-plane binaries (``gobuild``) and found there afterwards.
 It runs the default validators and, with ``--select-optional suite=operatorframework``, that
 optional suite. Findings are its lines (``error: ...``, ``warning: ...``); a bundle with an error
 exits 1.
@@ -12,65 +12,22 @@ exits 1.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
-from collections.abc import Mapping
 from pathlib import Path
 
-from ansible_operator.devcluster import binaries
+from ansible_operator.devcluster import binaries, gobuild
 
-SOURCE_DIR = Path(__file__).parent / "bundlevalidator"
 API_VERSION = "v0.34.0"  # github.com/operator-framework/api, as bundlevalidator/go.mod pins it
 SUITE = "suite=operatorframework"  # the one optional selection operator-sdk's docs show
 
 
-def path(environ: Mapping[str, str] | None = None) -> Path:
-    """Where the validator of this pin and this source lives in the cache (a changed source is
-    built again)."""
-    digest = hashlib.sha256()
-    for item in sorted(SOURCE_DIR.iterdir()):
-        if item.is_file():
-            digest.update(item.name.encode() + b"\0" + item.read_bytes())
-    name = f"bundle-validator_api-{API_VERSION}_{digest.hexdigest()[:12]}"
-    return binaries.cache_root(environ) / "bin" / name
-
-
-def ensure(
-    environ: Mapping[str, str] | None = None, progress: binaries.Progress | None = None
-) -> Path:
-    """The cached validator, built from bundlevalidator/ first when it is not there."""
-    env = dict(os.environ if environ is None else environ)
-    out = path(env)
-    if out.is_file():
-        return out
-    if shutil.which("go", path=env.get("PATH")) is None:
-        raise binaries.BinariesError(
-            "go was not found on PATH: the bundle validator is built from Go modules "
-            f"(github.com/operator-framework/api {API_VERSION}) on first use"
-        )
-    say = progress or (lambda m: print(m, file=sys.stderr, flush=True))
-    say(f"building the bundle validator (operator-framework/api {API_VERSION}) from Go modules...")
-    started = time.monotonic()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    env.update(GOTOOLCHAIN="local", CGO_ENABLED="0", GOFLAGS="-mod=readonly")
-    with tempfile.TemporaryDirectory(prefix="ansible-operator-bundlevalidator-") as tmp:
-        for item in SOURCE_DIR.iterdir():
-            if item.is_file():
-                shutil.copy(item, Path(tmp) / item.name)
-        partial = out.with_name(out.name + ".partial")
-        cmd = ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(partial), "."]
-        rc, output = binaries.run_with_ticker(cmd, Path(tmp), env, "the bundle validator", say)
-        if rc != 0:
-            last = output.splitlines()[-1] if output else f"exit code {rc}"
-            raise binaries.BinariesError(f"building the bundle validator failed ({last})")
-        os.replace(partial, out)
-    say(f"built the bundle validator into {out} in {time.monotonic() - started:.0f}s")
-    return out
+PROGRAM = gobuild.GoProgram(
+    name="bundle-validator",
+    pin=f"api-{API_VERSION}",
+    title=f"the bundle validator (operator-framework/api {API_VERSION})",
+    module=Path(__file__).parent / "bundlevalidator",
+)
 
 
 def validate(bundle_dir: Path, *, optional: bool, validator: Path) -> tuple[int, str]:
@@ -106,7 +63,7 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"{prog}: {args.directory}: no manifests/ directory in it", file=sys.stderr)
         return 1
     try:
-        validator = ensure()
+        validator = gobuild.ensure(PROGRAM)
     except binaries.BinariesError as err:
         print(f"{prog}: {err}", file=sys.stderr)
         return 1
