@@ -1,11 +1,12 @@
 """config/rbac grants the operator's ServiceAccount what it uses, and nothing else.
 
 The need is derived, not restated: from watches.yaml (each watched kind, its finalizer, its
-blacklist, its related resources), from the example roles (every task's module, the kinds its arguments and templates
-name, and the requests that module sends) and from the runtime's own requests, each named with
-the code of the package that sends it (checked to still be there, so a runtime that stops
-sending a request fails here until its rule goes too). Then each Role and ClusterRole bound to the
-ServiceAccount must grant exactly its share of that need: a rule added beyond it fails, and so
+blacklist, its related resources), from the example roles (every task's module, the kinds its
+arguments and templates name, and the requests that module sends) and from the runtime's own
+requests, each named with the code of the package that sends it (checked to still be there, so
+a runtime that stops sending a request fails here until its rule goes too). Then each Role and
+ClusterRole bound to the ServiceAccount must grant exactly its share of that need: a rule added
+beyond it fails, and so
 does a task whose requests no rule covers. docs/security.md explains the rules.
 """
 
