@@ -6,8 +6,8 @@ arguments and templates name, and the requests that module sends) and from the r
 requests, each named with the code of the package that sends it (checked to still be there, so
 a runtime that stops sending a request fails here until its rule goes too). Then each Role and
 ClusterRole bound to the ServiceAccount must grant exactly its share of that need: a rule added
-beyond it fails, and so
-does a task whose requests no rule covers. docs/security.md explains the rules.
+beyond it fails, and so does a task whose requests no rule covers. docs/security.md explains
+the rules.
 """
 
 from __future__ import annotations
