@@ -4,7 +4,9 @@ The operator needs a handful of verbs on arbitrary kinds: get, replace, patch, c
 and watch (``discovery`` and ``informer`` build on them). The official client would cost tens
 of MiB in the operator process for that, so this module speaks JSON over HTTPS directly. Errors
 are typed: ``ApiError`` carries the status, reason and message the API server returned;
-``Unreachable`` means no answer at all.
+``Unreachable`` means no answer at all. Each request is tallied by method and status code
+(``responses``; ``<error>`` for no answer), as client-go counts its requests for
+``rest_client_requests_total``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import socket
 import ssl
 import tempfile
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +27,8 @@ import aiohttp
 
 from ansible_operator.core import GVK
 from ansible_operator.kube.config import Credentials
+
+NO_ANSWER = "<error>"  # the code of a request that got no response, as client-go says it
 
 
 class ApiError(Exception):
@@ -139,6 +144,8 @@ class KubeClient:
         self._ssl = ssl_context(creds)
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
+        # Requests by (method, status code or "<error>"), a watch counted once when it starts.
+        self.responses: Counter[tuple[str, str]] = Counter()
 
     async def close(self) -> None:
         if self._session is not None:
@@ -162,6 +169,7 @@ class KubeClient:
         headers = {**self._headers(), **(headers or {})}
         if body is not None:
             headers["Content-Type"] = content_type
+        code = NO_ANSWER
         try:
             async with self._session.request(
                 method,
@@ -171,6 +179,7 @@ class KubeClient:
                 headers=headers,
                 ssl=self._ssl,
             ) as resp:
+                code = str(resp.status)
                 payload = _decode(await resp.read())
                 if resp.status >= 400:
                     raise _api_error(resp, payload)
@@ -182,6 +191,8 @@ class KubeClient:
             ) from err
         except (TimeoutError, aiohttp.ClientConnectionError) as err:
             raise Unreachable(f"{method} {self.creds.server}{path}: {reason(err)}") from err
+        finally:
+            self.responses[method, code] += 1
 
     async def get(self, path: str, params: dict[str, str] | None = None) -> Any:
         return await self.request("GET", path, params=params)
@@ -195,6 +206,7 @@ class KubeClient:
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read_timeout)
+        started = False
         try:
             async with self._session.get(
                 self.creds.server + path,
@@ -203,6 +215,8 @@ class KubeClient:
                 ssl=self._ssl,
                 timeout=timeout,
             ) as resp:
+                started = True
+                self.responses["GET", str(resp.status)] += 1
                 if resp.status >= 400:
                     raise _api_error(resp, _decode(await resp.read()))
                 buffer = b""
@@ -213,6 +227,8 @@ class KubeClient:
                         if line.strip():
                             yield json.loads(line)
         except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as err:
+            if not started:
+                self.responses["GET", NO_ANSWER] += 1
             raise Unreachable(f"watch {self.creds.server}{path}: {reason(err)}") from err
 
 

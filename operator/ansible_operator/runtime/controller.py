@@ -16,6 +16,11 @@ event counts through its owner's uid. The uid of every key seen is kept for that
 An object first seen already Successful at its generation (the initial listing after a
 restart) goes in the queue's resync lane: re-run to repair drift, but after every new or changed
 object and at a bounded rate (``resync_rate``), so a restart does not stampede.
+
+The controller keeps controller-runtime's metrics with their meanings (``ControllerMetrics``,
+labelled with upstream's controller name): each reconcile's outcome (``success``,
+``requeue_after``, ``error``; terminal errors and crashes, a Go panic's counterpart, also count
+apart), its time, the workers busy; and operator-lib's creation time of each CR it acts on.
 """
 
 from __future__ import annotations
@@ -24,11 +29,14 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from ansible_operator.core import ItemBackoff, Watch, conditions, objects, predicates
 from ansible_operator.runtime import logs
+from ansible_operator.runtime.framework_metrics import ControllerMetrics, controller_name, unserved
 from ansible_operator.runtime.reconcile import Key, ReconcileError, ReconcileFn, TerminalError
 from ansible_operator.runtime.workqueue import ShutDown, WorkQueue
 
@@ -59,11 +67,13 @@ class Controller:
         backoff: ItemBackoff | None = None,
         owns: Callable[[str], bool] | None = None,  # by uid; None: every object (no sharding)
         resync_rate: float | None = None,  # None: resyncs wait only for asked-for work
+        metrics: ControllerMetrics | None = None,  # None: kept, served nowhere (tests)
     ) -> None:
         self.watch = watch
-        self.name = f"{watch.gvk.kind.lower()}.{watch.gvk.group or 'core'}-{watch.gvk.version}"
-        self.queue: WorkQueue[Key] = WorkQueue(resync_rate=resync_rate)
+        self.name = controller_name(watch.gvk)
         self.workers = max(1, workers)
+        self.metrics = metrics or unserved(self.name, self.workers)
+        self.queue: WorkQueue[Key] = WorkQueue(resync_rate=resync_rate, metrics=self.metrics.queue)
         self._reconcile = reconcile
         self._backoff = backoff or ItemBackoff()
         self._seen: dict[Key, dict[str, Any]] = {}
@@ -93,6 +103,7 @@ class Controller:
         key: Key = objects.key(obj)
         self._uids[key] = objects.metadata(obj).get("uid") or ""
         self._seen[key] = _predicate_view(obj)
+        self._created(key, obj)
         self.queue.add(key)
 
     async def stop_runs(
@@ -134,6 +145,7 @@ class Controller:
             owned = self.owned(key)
         if not owned:
             self._seen.pop(key, None)  # its next holder reconciles it whatever it was
+            self._forget_created(key)
             log.debug("event not in a held shard", extra={"key": "/".join(key)})
             return
         old = self._seen.get(key)
@@ -146,6 +158,7 @@ class Controller:
         event = _event_name(event_type, old)
         if event == "delete":
             self.queue.cancel(key)
+            self._forget_created(key)
         watch = self._after_terminal if key in self._terminal else self.watch
         if predicates.primary_event_passes(event, old, new, watch):
             resync = old is None and conditions.settled(obj)
@@ -153,6 +166,8 @@ class Controller:
                 "event passes",
                 extra={"event": event, "key": "/".join(key), "lane": "resync" if resync else "now"},
             )
+            if event != "delete":
+                self._created(key, obj)
             if resync:
                 self.queue.add_resync(key)
             else:
@@ -166,6 +181,20 @@ class Controller:
                     "resourceVersion": objects.metadata(obj).get("resourceVersion"),
                 },
             )
+
+    def _created(self, key: Key, obj: dict[str, Any]) -> None:
+        """operator-lib's resource_created_at_seconds for a CR an event passed for."""
+        stamp = objects.metadata(obj).get("creationTimestamp")
+        if isinstance(stamp, str):
+            seconds = int(datetime.fromisoformat(stamp).timestamp())
+            self.metrics.created_at.labels(*self._created_labels(key)).set(seconds)
+
+    def _forget_created(self, key: Key) -> None:
+        self.metrics.created_at.remove(*self._created_labels(key))
+
+    def _created_labels(self, key: Key) -> tuple[str, str, str, str, str]:
+        gvk = self.watch.gvk
+        return (key[1], key[0], gvk.group, gvk.version, gvk.kind)
 
     def enqueue(self, key: Key) -> None:
         """Ask for a reconcile of ``key`` (a dependent changed, say)."""
@@ -213,9 +242,11 @@ class Controller:
                 continue
             done = asyncio.Event()
             self._running[key] = (me, done)
+            self.metrics.active_workers.inc()
             try:
                 await self._process(key)
             finally:
+                self.metrics.active_workers.dec()
                 done.set()
                 del self._running[key]
                 self.queue.done(key)
@@ -226,11 +257,23 @@ class Controller:
 
     async def _reconcile_and_schedule(self, key: Key) -> None:
         self._terminal.discard(key)
+        started = time.monotonic()
+        outcome = await self._reconcile_once(key)  # an interrupted one is not counted
+        metrics = self.metrics
+        metrics.reconcile_time.observe(time.monotonic() - started)
+        metrics.results[outcome].inc()
+        if outcome == "error":
+            metrics.errors.inc()
+
+    async def _reconcile_once(self, key: Key) -> str:
+        """Reconcile ``key`` and schedule its next run; its outcome as controller-runtime's
+        ``result`` label names it."""
         try:
             result = await self._reconcile(key)
         except asyncio.CancelledError:
             raise
         except TerminalError as err:
+            self.metrics.terminal_errors.inc()
             self._backoff.forget(key)
             self.queue.cancel(key)
             self._terminal.add(key)
@@ -238,7 +281,7 @@ class Controller:
                 "reconcile failed, not retrying until the object changes",
                 extra={"key": "/".join(key), "error": str(err)},
             )
-            return
+            return "error"
         except ReconcileError as err:
             delay = self._backoff.failure(key)
             log.info(
@@ -246,21 +289,23 @@ class Controller:
                 extra={"key": "/".join(key), "error": str(err), "retry_in": delay},
             )
             self.queue.schedule(key, delay)
-            return
+            return "error"
         except Exception:
+            self.metrics.panics.inc()
             delay = self._backoff.failure(key)
             log.exception(
                 "reconcile crashed, retrying with backoff",
                 extra={"key": "/".join(key), "retry_in": delay},
             )
             self.queue.schedule(key, delay)
-            return
+            return "error"
         self._backoff.forget(key)
         log.debug("reconciled", extra={"key": "/".join(key), "requeue_after": result.requeue_after})
         if result.requeue_after is None:
             self.queue.cancel(key)
-        else:
-            self.queue.schedule(key, result.requeue_after)
+            return "success"
+        self.queue.schedule(key, result.requeue_after)
+        return "requeue_after"
 
 
 def _event_name(event_type: str | None, old: dict[str, Any] | None) -> str:

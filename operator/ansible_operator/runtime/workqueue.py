@@ -14,6 +14,11 @@ already reconciled at their generation and are re-run only to repair drift (the 
 after a restart). Resync keys are handed out only when no asked-for key waits, and at most
 ``resync_rate`` per second, so a restart with many objects does not stampede: a new object goes
 first, and the backlog still drains. An ``add`` of a key waiting as a resync promotes it.
+
+The queue keeps client-go's ``workqueue_*`` metrics (``QueueMetrics``) with their meanings: an
+add that queues a key (or marks a running one dirty) counts, a repeated add of a waiting key
+does not; every ``schedule`` is a retry; the time from the add to a worker taking the key, and
+from then to its ``done``, are observed; depth and the work in progress are read at each scrape.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
+
+from ansible_operator.runtime.framework_metrics import QueueMetrics, unserved
 
 
 class ShutDown(Exception):
@@ -35,6 +42,7 @@ class WorkQueue[K: Hashable]:
         *,
         resync_rate: float | None = None,
         clock: Callable[[], float] = time.monotonic,  # the event loop's clock; fake in tests
+        metrics: QueueMetrics | None = None,  # None: kept, served nowhere (tests)
     ) -> None:
         if resync_rate is not None and resync_rate <= 0:
             raise ValueError("resync_rate must be positive")
@@ -49,35 +57,57 @@ class WorkQueue[K: Hashable]:
         self._dirty: set[K] = set()
         self._timers: dict[K, asyncio.TimerHandle] = {}
         self._shut_down = False
+        self._metrics = metrics or unserved("", 0).queue
+        self._added_at: dict[K, float] = {}  # queued keys (and dirty ones): when added
+        self._started: dict[K, float] = {}  # keys being processed: when taken
+        self._metrics.depth.set_function(lambda: len(self._queued) + len(self._dirty))
+        self._metrics.unfinished.set_function(lambda: sum(self._ages()))
+        self._metrics.longest.set_function(lambda: max(self._ages(), default=0.0))
+
+    def _ages(self) -> list[float]:
+        now = self._clock()
+        return [now - started for started in self._started.values()]
+
+    def _counted(self, key: K) -> None:
+        self._metrics.adds.inc()
+        self._added_at.setdefault(key, self._clock())
 
     def add(self, key: K) -> None:
         """Queue ``key`` now (or again once its current run ends), ahead of every resync."""
         if self._shut_down:
             return
         if key in self._processing:
-            self._dirty.add(key)
+            if key not in self._dirty:
+                self._counted(key)
+                self._dirty.add(key)
         elif key in self._resync:
             del self._resync[key]
             self._ready.append(key)
             self._wakeup.set()
         elif key not in self._queued:
-            self._queued.add(key)
-            self._ready.append(key)
-            self._wakeup.set()
+            self._counted(key)
+            self._push(key)
+
+    def _push(self, key: K) -> None:
+        self._queued.add(key)
+        self._ready.append(key)
+        self._wakeup.set()
 
     def add_resync(self, key: K) -> None:
         """Queue ``key`` in the resync lane, unless it is queued or running already."""
         if self._shut_down or key in self._processing or key in self._queued:
             return
+        self._counted(key)
         self._queued.add(key)
         self._resync[key] = None
         self._wakeup.set()
 
     def schedule(self, key: K, delay: float) -> None:
-        """Queue ``key`` after ``delay`` seconds, replacing any timer it had."""
+        """Queue ``key`` after ``delay`` seconds, replacing any timer it had (a retry)."""
         self.cancel(key)
         if self._shut_down:
             return
+        self._metrics.retries.inc()
         if delay <= 0:
             self.add(key)
             return
@@ -112,6 +142,11 @@ class WorkQueue[K: Hashable]:
             return None
         self._queued.discard(key)
         self._processing.add(key)
+        now = self._clock()
+        self._started[key] = now
+        added = self._added_at.pop(key, None)
+        if added is not None:
+            self._metrics.queue_duration.observe(now - added)
         return key
 
     async def get(self) -> K:
@@ -129,10 +164,14 @@ class WorkQueue[K: Hashable]:
                 await asyncio.wait_for(self._wakeup.wait(), wait)
 
     def done(self, key: K) -> None:
+        started = self._started.pop(key, None)
+        if started is not None:
+            self._metrics.work_duration.observe(self._clock() - started)
         self._processing.discard(key)
-        if key in self._dirty:
+        if key in self._dirty:  # added while it ran, and counted then
             self._dirty.discard(key)
-            self.add(key)
+            if not self._shut_down:
+                self._push(key)
 
     def __len__(self) -> int:
         return len(self._queued)
