@@ -75,9 +75,6 @@ class CRIndex:
         )
         self._crs: dict[Key, dict[Path, Selection]] = {}
 
-    def __len__(self) -> int:
-        return len(self._crs)
-
     def observe(self, event_type: str, obj: Mapping[str, Any]) -> list[str]:
         """Take in one event of the watched kind; return the problems of selectors that have
         just become invalid (each said once, until the field changes)."""
