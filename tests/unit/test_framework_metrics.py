@@ -17,11 +17,13 @@ from ansible_operator.devcluster.processes import free_ports
 from ansible_operator.kube import Credentials, KubeClient, Unreachable
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.framework_metrics import (
+    CertificateReads,
     ControllerFamilies,
     RestClientRequests,
     controller_name,
     register_process,
 )
+from ansible_operator.runtime.metrics_tls import MetricsCertError, self_signed_pair, serving_context
 from ansible_operator.runtime.reconcile import ReconcileError, Result, TerminalError
 from ansible_operator.runtime.workqueue import WorkQueue
 
@@ -267,3 +269,18 @@ def test_the_process_families_are_client_golangs():
     assert received is not None and received > 0
     limit = registry.get_sample_value("process_virtual_memory_max_bytes")
     assert limit is not None and limit > 0
+
+
+def test_the_checks_of_the_metrics_certificate_are_certwatchers_reads(tmp_path):
+    cert, key = self_signed_pair()
+    (tmp_path / "tls.crt").write_bytes(cert)
+    (tmp_path / "tls.key").write_bytes(key)
+    tls = serving_context(str(tmp_path))
+    registry = CollectorRegistry()
+    registry.register(CertificateReads(tls))
+    tls.reload_if_changed()
+    (tmp_path / "tls.key").write_bytes(b"not a key")
+    with pytest.raises(MetricsCertError):
+        tls.reload_if_changed()
+    assert registry.get_sample_value("certwatcher_read_certificate_total") == 3
+    assert registry.get_sample_value("certwatcher_read_certificate_errors_total") == 1

@@ -118,3 +118,5 @@ def test_a_changed_pair_is_served_after_a_reload_and_a_bad_one_is_not(tmp_path, 
     with pytest.raises(MetricsCertError):
         tls.reload_if_changed()
     assert served_certificate(tls.context) == x509.load_pem_x509_certificate(second_cert)
+    # Every check counts as a read (the one at start too), as controller-runtime's polls do.
+    assert (tls.reads, tls.read_errors) == (4, 1)

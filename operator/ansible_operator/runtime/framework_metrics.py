@@ -10,6 +10,8 @@ under the same names, types, labels and meanings (docs/metrics.md lists them all
   about it passes the predicates for, removed when it is deleted.
 - client-go's ``rest_client_requests_total``, read at each scrape from the tally the
   Kubernetes client keeps (``KubeClient.responses``).
+- controller-runtime's ``certwatcher_*`` counters: the checks of the metrics certificate's
+  files (``ServingTLS.reads``), when it comes from files.
 - client_golang's process collector: prometheus_client's, plus the three families it lacks
   (``process_virtual_memory_max_bytes``, ``process_network_{receive,transmit}_bytes_total``).
 
@@ -30,6 +32,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from ansible_operator.core import GVK
+from ansible_operator.runtime.metrics_tls import ServingTLS
 
 # controller-runtime's buckets for the reconcile time, and client-go's for the queue's times
 # (ExponentialBuckets(10e-9, 10, 12): 1e-08 to 1000 seconds).
@@ -217,6 +220,27 @@ class RestClientRequests(Collector):
         for (method, code), count in sorted(self._responses.items()):
             family.add_metric([code, method, self._host], count)
         yield family
+
+
+class CertificateReads(Collector):
+    """controller-runtime's ``certwatcher_read_certificate_total`` and ``..._errors_total``: the
+    checks of the metrics certificate's files (served only when it comes from files: a
+    self-signed one is never read again)."""
+
+    def __init__(self, tls: ServingTLS) -> None:
+        self._tls = tls
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(
+            "certwatcher_read_certificate",
+            "Total number of certificate reads",
+            value=self._tls.reads,
+        )
+        yield CounterMetricFamily(
+            "certwatcher_read_certificate_errors",
+            "Total number of certificate read errors",
+            value=self._tls.read_errors,
+        )
 
 
 NETSTAT = Path("/proc/self/net/netstat")

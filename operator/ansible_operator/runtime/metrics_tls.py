@@ -7,7 +7,9 @@ start, as controller-runtime does: scrapes are encrypted, and Prometheus skips v
 directory named on the command line must hold the pair: a missing file there is an error, not a
 silent fallback. A pair from files is re-read when they change (``reload_if_changed``, polled
 by the endpoint), as controller-runtime's certificate watcher does, so a rotated certificate
-(cert-manager, a renewed Secret) is served without a restart. HTTP/2 is not offered
+(cert-manager, a renewed Secret) is served without a restart; each check is counted
+(``reads``, and ``read_errors`` for a pair that could not be loaded), as controller-runtime's
+watcher counts its reads in ``certwatcher_read_certificate_total``. HTTP/2 is not offered
 (``--enable-http2`` is refused), so ALPN says http/1.1.
 """
 
@@ -47,6 +49,8 @@ class ServingTLS:
     context: ssl.SSLContext
     source: str  # the directory, or "self-signed"
     files: tuple[Path, Path] | None = None
+    reads: int = 0  # checks of the pair on disk: at start, then each reload_if_changed
+    read_errors: int = 0  # checks that found a pair that could not be loaded
     _loaded: tuple[tuple[int, int], ...] = field(default=(), repr=False)
 
     def reload_if_changed(self) -> bool:
@@ -54,11 +58,16 @@ class ServingTLS:
         MetricsCertError if the new pair cannot be used (the old one stays in service)."""
         if self.files is None:
             return False
+        self.reads += 1
         stamps = _stamps(self.files)
         if stamps == self._loaded:
             return False
-        # Checked on a scratch context first: a failed load can leave a context half-changed.
-        _load(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), *self.files)
+        try:
+            # Checked on a scratch context first: a failed load can leave a context half-changed.
+            _load(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), *self.files)
+        except MetricsCertError:
+            self.read_errors += 1
+            raise
         _load(self.context, *self.files)
         self._loaded = stamps
         return True
