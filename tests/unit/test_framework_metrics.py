@@ -22,8 +22,14 @@ from ansible_operator.runtime.framework_metrics import (
     RestClientRequests,
     controller_name,
     register_process,
+    serve,
 )
-from ansible_operator.runtime.metrics_tls import MetricsCertError, self_signed_pair, serving_context
+from ansible_operator.runtime.metrics_tls import (
+    MetricsCertError,
+    ServingTLS,
+    self_signed_pair,
+    serving_context,
+)
 from ansible_operator.runtime.reconcile import ReconcileError, Result, TerminalError
 from ansible_operator.runtime.workqueue import WorkQueue
 
@@ -134,7 +140,7 @@ def test_each_reconcile_is_counted_by_outcome_and_timed():
         return outcome
 
     families = ControllerFamilies(registry)
-    controller = Controller(WATCH, reconcile, workers=2, metrics=families.bind(NAME, 2))
+    controller = Controller(WATCH, reconcile, workers=2, metrics=families)
     assert value(registry, "controller_runtime_max_concurrent_reconciles", controller=NAME) == 2
     for result in ("success", "error", "requeue_after"):  # there from the start, at 0
         assert (
@@ -174,9 +180,7 @@ def test_a_cr_carries_its_creation_time_until_it_is_deleted():
         return Result()
 
     registry = CollectorRegistry()
-    controller = Controller(
-        WATCH, reconcile, workers=1, metrics=ControllerFamilies(registry).bind(NAME, 1)
-    )
+    controller = Controller(WATCH, reconcile, workers=1, metrics=ControllerFamilies(registry))
     labels = {
         "name": "a",
         "namespace": "ns",
@@ -200,7 +204,7 @@ def test_a_cr_of_a_shard_not_held_has_no_creation_time_here():
         reconcile,
         workers=1,
         owns=lambda uid: uid == "mine",
-        metrics=ControllerFamilies(registry).bind(NAME, 1),
+        metrics=ControllerFamilies(registry),
     )
     theirs = cr("b")
     theirs["metadata"]["uid"] = "theirs"
@@ -284,3 +288,18 @@ def test_the_checks_of_the_metrics_certificate_are_certwatchers_reads(tmp_path):
         tls.reload_if_changed()
     assert registry.get_sample_value("certwatcher_read_certificate_total") == 3
     assert registry.get_sample_value("certwatcher_read_certificate_errors_total") == 1
+
+
+def test_certwatcher_is_served_only_for_a_certificate_from_files(tmp_path):
+    cert, key = self_signed_pair()
+    (tmp_path / "tls.crt").write_bytes(cert)
+    (tmp_path / "tls.key").write_bytes(key)
+    from_files = serving_context(str(tmp_path))
+    self_signed = ServingTLS(from_files.context, "self-signed")
+    for tls, served in ((from_files, True), (self_signed, False), (None, False)):
+        registry = CollectorRegistry()
+        serve(registry, server="https://10.0.0.1:443", responses={}, tls=tls)
+        text = generate_latest(registry).decode()
+        assert ("certwatcher_read_certificate_total" in text) is served
+        assert "process_cpu_seconds_total" in text
+        assert "# TYPE rest_client_requests_total counter" in text

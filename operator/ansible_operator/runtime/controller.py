@@ -36,7 +36,7 @@ from typing import Any
 
 from ansible_operator.core import ItemBackoff, Watch, conditions, objects, predicates
 from ansible_operator.runtime import logs
-from ansible_operator.runtime.framework_metrics import ControllerMetrics, controller_name, unserved
+from ansible_operator.runtime.framework_metrics import ControllerFamilies, controller_name
 from ansible_operator.runtime.reconcile import Key, ReconcileError, ReconcileFn, TerminalError
 from ansible_operator.runtime.workqueue import ShutDown, WorkQueue
 
@@ -67,12 +67,12 @@ class Controller:
         backoff: ItemBackoff | None = None,
         owns: Callable[[str], bool] | None = None,  # by uid; None: every object (no sharding)
         resync_rate: float | None = None,  # None: resyncs wait only for asked-for work
-        metrics: ControllerMetrics | None = None,  # None: kept, served nowhere (tests)
+        metrics: ControllerFamilies | None = None,  # None: kept, served nowhere (tests)
     ) -> None:
         self.watch = watch
         self.name = controller_name(watch.gvk)
         self.workers = max(1, workers)
-        self.metrics = metrics or unserved(self.name, self.workers)
+        self.metrics = (metrics or ControllerFamilies(None)).bind(self.name, self.workers)
         self.queue: WorkQueue[Key] = WorkQueue(resync_rate=resync_rate, metrics=self.metrics.queue)
         self._reconcile = reconcile
         self._backoff = backoff or ItemBackoff()

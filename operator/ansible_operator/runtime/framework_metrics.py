@@ -198,11 +198,6 @@ class ControllerFamilies:
         )
 
 
-def unserved(controller: str, workers: int) -> ControllerMetrics:
-    """Children registered nowhere: a controller or queue made without a registry's (tests)."""
-    return ControllerFamilies(None).bind(controller, workers)
-
-
 class RestClientRequests(Collector):
     """client-go's ``rest_client_requests_total{code,method,host}``: the client's tally of
     (method, code) read at each scrape; code ``<error>`` for a request that got no answer."""
@@ -284,6 +279,23 @@ def _ip_octets() -> tuple[float, float] | None:
             row = dict(zip(names.split()[1:], values.split()[1:], strict=False))
             return float(row.get("InOctets", 0)), float(row.get("OutOctets", 0))
     return None
+
+
+def serve(
+    registry: CollectorRegistry,
+    *,
+    server: str,
+    responses: Mapping[tuple[str, str], int],
+    tls: ServingTLS | None,
+) -> ControllerFamilies:
+    """Every family of this module on ``registry``: the process's, the requests to ``server``
+    (the client's tally ``responses``), the metrics certificate's reads when ``tls`` comes from
+    files; and the controller families, for each controller to bind."""
+    register_process(registry)
+    registry.register(RestClientRequests(server, responses))
+    if tls is not None and tls.files is not None:
+        registry.register(CertificateReads(tls))
+    return ControllerFamilies(registry)
 
 
 def register_process(registry: CollectorRegistry) -> None:

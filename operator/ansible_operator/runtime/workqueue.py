@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Hashable
 
-from ansible_operator.runtime.framework_metrics import QueueMetrics, unserved
+from ansible_operator.runtime.framework_metrics import ControllerFamilies, QueueMetrics
 
 
 class ShutDown(Exception):
@@ -57,7 +57,7 @@ class WorkQueue[K: Hashable]:
         self._dirty: set[K] = set()
         self._timers: dict[K, asyncio.TimerHandle] = {}
         self._shut_down = False
-        self._metrics = metrics or unserved("", 0).queue
+        self._metrics = metrics or ControllerFamilies(None).bind("", 0).queue
         self._added_at: dict[K, float] = {}  # queued keys (and dirty ones): when added
         self._started: dict[K, float] = {}  # keys being processed: when taken
         self._metrics.depth.set_function(lambda: len(self._queued) + len(self._dirty))
