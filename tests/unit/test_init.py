@@ -31,6 +31,7 @@ LINKED = {
 # kustomize manifests` writes it.
 GENERIC_CONFIG = (
     "default",
+    "grafana",
     "ha",
     "manager",
     "manifests",
@@ -46,6 +47,7 @@ SHARED = [
     "requirements.yml",
     "config/crd/kustomization.yaml",
     "config/samples/kustomization.yaml",
+    "docs/alerts.md",
     *(
         str(p.relative_to(REPO))
         for d in GENERIC_CONFIG
@@ -89,6 +91,9 @@ def test_a_project_with_every_file(empty, capsys):
         "config/rbac/role.yaml",
         "config/rbac/leader_election_role.yaml",
         "config/prometheus/monitor.yaml",
+        "config/prometheus/alerts.yaml",
+        "config/grafana/operator-dashboard.json",
+        "docs/alerts.md",
         "config/samples/kustomization.yaml",
         "config/testing/kustomization.yaml",
         "molecule/common/create.yml",

@@ -114,8 +114,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--plugins=ansible)",
         description="Write a new operator project into the current (empty) directory: PROJECT, "
         "watches.yaml, requirements.yml, roles/, playbooks/, Dockerfile, Makefile, config/ "
-        "(crd, default, manager, rbac, prometheus, samples, testing), the molecule harness, "
-        ".gitignore, .ansible-lint and a README. With --group, --version and --kind it then "
+        "(crd, default, manager, rbac, prometheus, grafana, samples, testing), the molecule "
+        "harness, the alerts' runbook (docs/alerts.md), .gitignore, .ansible-lint and a README. With --group, --version and --kind it then "
         "adds that kind, as new-api does.",
         epilog="examples:\n"
         "  mkdir memcached-operator && cd memcached-operator\n"
