@@ -298,8 +298,9 @@ def test_certwatcher_is_served_only_for_a_certificate_from_files(tmp_path):
     self_signed = ServingTLS(from_files.context, "self-signed")
     for tls, served in ((from_files, True), (self_signed, False), (None, False)):
         registry = CollectorRegistry()
-        serve(registry, server="https://10.0.0.1:443", responses={}, tls=tls)
+        serve(registry, server="https://10.0.0.1:443", responses={}, tls=tls).bind(NAME, 1)
         text = generate_latest(registry).decode()
         assert ("certwatcher_read_certificate_total" in text) is served
         assert "process_cpu_seconds_total" in text
         assert "# TYPE rest_client_requests_total counter" in text
+        assert "_created{" not in text and "_created " not in text

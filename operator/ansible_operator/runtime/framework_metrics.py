@@ -27,7 +27,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    disable_created_metrics,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -290,7 +297,9 @@ def serve(
 ) -> ControllerFamilies:
     """Every family of this module on ``registry``: the process's, the requests to ``server``
     (the client's tally ``responses``), the metrics certificate's reads when ``tls`` comes from
-    files; and the controller families, for each controller to bind."""
+    files; and the controller families, for each controller to bind. As upstream's, no family
+    has ``_created`` series (prometheus_client's, for every counter and histogram: process-wide)."""
+    disable_created_metrics()
     register_process(registry)
     registry.register(RestClientRequests(server, responses))
     if tls is not None and tls.files is not None:
