@@ -232,7 +232,8 @@ class LeaderElector:
         self._status = Gauge(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
-            "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            "backup, 1 indicates master. 'name' is the string used to identify the lease. "
+            "Please make sure to group by name.",
             ["name"],
             registry=registry,
         )
