@@ -1,0 +1,109 @@
+"""The alerts of config/prometheus and the queries of config/grafana, by Prometheus's own rule
+engine: promtool, built from github.com/prometheus/prometheus (the module in promtool/) once
+into the binaries' cache, as the bundle validator is.
+
+- `promtool check rules` and `promtool test rules`: every alert fires on the series it is about
+  and stays silent on others (prometheus/alerts_test.yaml);
+- every panel query of the dashboard parses as PromQL.
+
+In the e2e layer, as the bundle validator's test: `make e2e` runs on a machine that builds Go
+programs; the first build of promtool takes about 4 minutes on 2 cores."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_operator.devcluster import gobuild
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).parent
+PROMETHEUS_VERSION = "v0.316.0"  # github.com/prometheus/prometheus, as promtool/go.mod pins it
+PROMTOOL = gobuild.GoProgram(
+    name="promtool",
+    pin=f"prometheus-{PROMETHEUS_VERSION}",
+    title=f"promtool (github.com/prometheus/prometheus {PROMETHEUS_VERSION})",
+    module=HERE / "promtool",
+    package="github.com/prometheus/prometheus/cmd/promtool",
+    tags=("remove_all_sd",),  # no service discovery plugins: nothing here needs them
+)
+JOB = "ansible-operator-controller-manager-metrics-service"
+# What Grafana puts in place of the dashboard's variables, for one operator.
+VARIABLES = {"$__rate_interval": "5m", "$job": JOB}
+
+
+@pytest.fixture(scope="module")
+def promtool() -> Path:
+    """The cached promtool; its first build (minutes) says so past pytest's capture."""
+
+    def progress(message: str) -> None:
+        print(f"[promtool] {message}", file=sys.__stderr__, flush=True)
+
+    return gobuild.ensure(PROMTOOL, progress=progress)
+
+
+def run(promtool: Path, *args: str, cwd: Path) -> tuple[int, str]:
+    proc = subprocess.run(
+        [str(promtool), *args], cwd=cwd, capture_output=True, text=True, check=False
+    )
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def write_alert_tests(directory: Path, rules_text: str) -> None:
+    """The PrometheusRule's groups as the rule file the alerts' tests name, beside them."""
+    rule = yaml.safe_load(rules_text)
+    (directory / "rules.yaml").write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
+    tests = (HERE / "prometheus/alerts_test.yaml").read_text()
+    (directory / "alerts_test.yaml").write_text(tests)
+
+
+def test_the_alerts_pass_promtools_checks_and_tests(promtool, tmp_path):
+    write_alert_tests(tmp_path, (REPO / "config/prometheus/alerts.yaml").read_text())
+    rc, out = run(
+        promtool, "check", "rules", "--lint=all", "--lint-fatal", "rules.yaml", cwd=tmp_path
+    )
+    assert rc == 0, out
+    rc, out = run(promtool, "test", "rules", "alerts_test.yaml", cwd=tmp_path)
+    assert (rc, out.split()[-1]) == (0, "SUCCESS"), out
+
+
+def test_a_changed_threshold_fails_the_alerts_tests(promtool, tmp_path):
+    text = (REPO / "config/prometheus/alerts.yaml").read_text()
+    assert text.count("> 1800") == 1
+    write_alert_tests(tmp_path, text.replace("> 1800", "> 3600"))
+    rc, out = run(promtool, "test", "rules", "alerts_test.yaml", cwd=tmp_path)
+    assert rc == 1 and "alertname: AnsibleOperatorReconcileStuck, time: 35m" in out, out
+
+
+def dashboard_queries() -> dict[str, str]:
+    """Each panel query of the dashboard, named `<panel title> <refId>`, its variables set."""
+    dashboard = json.loads((REPO / "config/grafana/operator-dashboard.json").read_text())
+    queries = {}
+    for panel in dashboard["panels"]:
+        for target in panel.get("targets", []):
+            expr = target["expr"]
+            for variable, value in VARIABLES.items():
+                expr = expr.replace(variable, value)
+            assert "$" not in expr, f"{panel['title']}: a variable the test does not know"
+            queries[f"{panel['title']} {target['refId']}"] = expr
+    return queries
+
+
+def test_every_dashboard_query_parses(promtool, tmp_path):
+    rules = [
+        {"record": f"dashboard:query_{n}", "expr": expr}
+        for n, expr in enumerate(dashboard_queries().values())
+    ]
+    (tmp_path / "dashboard.yaml").write_text(
+        yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]})
+    )
+    rc, out = run(promtool, "check", "rules", "--lint=none", "dashboard.yaml", cwd=tmp_path)
+    assert rc == 0, out
+    assert f"SUCCESS: {len(rules)} rules found" in out
