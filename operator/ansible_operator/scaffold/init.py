@@ -115,8 +115,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Write a new operator project into the current (empty) directory: PROJECT, "
         "watches.yaml, requirements.yml, roles/, playbooks/, Dockerfile, Makefile, config/ "
         "(crd, default, manager, rbac, prometheus, grafana, samples, testing), the molecule "
-        "harness, the alerts' runbook (docs/alerts.md), .gitignore, .ansible-lint and a README. With --group, --version and --kind it then "
-        "adds that kind, as new-api does.",
+        "harness, the alerts' runbook (docs/alerts.md), .gitignore, .ansible-lint and a "
+        "README. With --group, --version and --kind it then adds that kind, as new-api does.",
         epilog="examples:\n"
         "  mkdir memcached-operator && cd memcached-operator\n"
         "  ansible-operator init --domain example.com\n"
