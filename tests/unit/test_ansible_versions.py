@@ -95,7 +95,9 @@ def test_the_supported_range_starts_at_2_18(core, supported):
 
 def test_the_build_info_metric_names_the_ansible_versions():
     ansible = versions.AnsibleVersions(core="2.18.6", runner="2.4.1", playbook="/x")
-    text = generate_latest(OperatorMetrics(ansible).registry).decode()
+    metrics = OperatorMetrics()
+    metrics.ansible_found(ansible)
+    text = generate_latest(metrics.registry).decode()
     assert (
         'ansible_operator_build_info{ansible_core_version="2.18.6",'
         'ansible_runner_version="2.4.1",commit="unknown",version="v0.1.0"} 1.0'

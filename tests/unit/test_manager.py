@@ -20,7 +20,7 @@ from ansible_operator.runner.versions import AnsibleVersions
 from ansible_operator.runtime import user_metrics
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.flags import build_run_settings
-from ansible_operator.runtime.manager import Operator, prepare
+from ansible_operator.runtime.manager import Inputs, Operator, prepare
 from tests.unit.fake_api import FakeApi
 from tests.unit.fake_runner import ScriptedRunner, succeeded
 
@@ -39,7 +39,12 @@ def make_operator(
         {"PATH": os.environ.get("PATH", ""), "WATCH_NAMESPACE": namespaces},
     )
     ansible = AnsibleVersions(core="2.18.6", runner="2.4.1", playbook="/x") if runner else None
-    return Operator(settings, [THING, GADGET], CREDS, client=api, runner=runner, ansible=ansible)  # type: ignore[arg-type]
+    return Operator(
+        Inputs(settings, [THING, GADGET], CREDS),
+        client=api,  # type: ignore[arg-type]
+        runner=runner,
+        ansible=ansible,
+    )
 
 
 def api_with_thing() -> FakeApi:
@@ -162,7 +167,7 @@ def test_watches_find_roles_on_the_roles_path_flag_without_os_environ(
     (tmp_path / "kubeconfig").write_text(yaml.safe_dump(kubeconfig))
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
 
-    _, watches, _ = prepare([f"--ansible-roles-path={tmp_path / 'elsewhere'}"])
+    watches = prepare([f"--ansible-roles-path={tmp_path / 'elsewhere'}"]).watches
 
     assert watches[0].role == str(tmp_path / "elsewhere" / "thing")
     assert "ANSIBLE_ROLES_PATH" not in os.environ

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from prometheus_client import generate_latest
 
-from ansible_operator.runner.versions import AnsibleVersions
 from ansible_operator.runtime.metrics import OperatorMetrics, parse_bind_address
 
 
@@ -29,7 +28,7 @@ def test_bad_bind_addresses_say_what_is_expected(address):
 
 
 def test_runs_are_counted_by_result_and_timed():
-    metrics = OperatorMetrics(AnsibleVersions(core="2.18.6", runner="2.4.1", playbook="/x"))
+    metrics = OperatorMetrics()
     gvk = "cache.example.com/v1alpha1, Kind=Memcached"
     metrics.observe_run(gvk, 2.5, True)
     metrics.observe_run(gvk, 1.0, False)

@@ -18,7 +18,7 @@ from ansible_operator.runner.versions import AnsibleVersions
 from ansible_operator.runner.warm import patches, server
 from ansible_operator.runner.warm.client import WarmRunner
 from ansible_operator.runtime.flags import build_run_settings
-from ansible_operator.runtime.manager import Operator
+from ansible_operator.runtime.manager import Inputs, Operator
 from tests.unit.fake_api import FakeApi
 
 TESTED = {
@@ -98,9 +98,7 @@ def test_the_operator_says_which_patches_are_off_in_one_line_and_a_metric(
     ansible = AnsibleVersions(core="2.18.19", runner="2.5.0", playbook="/x")
     with caplog.at_level(logging.WARNING):
         operator = Operator(
-            settings,
-            [watch],
-            Credentials(server="https://127.0.0.1:1", insecure=True),
+            Inputs(settings, [watch], Credentials(server="https://127.0.0.1:1", insecure=True)),
             client=FakeApi(),  # type: ignore[arg-type]
             runner=runner,
             ansible=ansible,

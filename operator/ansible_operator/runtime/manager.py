@@ -1,37 +1,36 @@
-"""``ansible-operator run``: settings and watches in, controllers and their informers running.
+"""``ansible-operator run``: settings and watches in, the operator's runnables out.
 
-Start-up validates everything a user can get wrong (flags, watches.yaml, credentials) before
-anything starts, and reports each problem in one line with exit code 1. Then one informer per
-watch and watched namespace (``kube/informer.py``: list, watch, resume, relist) feeds its
-controller, and the operator is ready once every informer has listed its kind once.
-SIGINT and SIGTERM start a graceful shutdown (``shutdown.py``): no new run, the running ones
-get ``--graceful-shutdown-timeout``, then the rest are interrupted; the watches stop last.
-With ``--leader-elect`` only the replica holding the Lease watches and reconciles
-(runtime/leader.py); with ``--shards`` every replica does, each for the CRs of the shards it
-holds (runtime/shards.py); every replica serves the probes, metrics and proxy.
+``prepare`` reads and checks everything a user can get wrong (flags, watches.yaml, credentials,
+the metrics certificate, the Lease's namespace) before anything starts, and reports each problem
+in one line with exit code 1. ``Operator`` wires the parts without starting anything; its one
+list of groups (``groups``) is what the manager of runnables (``runnables.py``) starts in order
+and stops in the reverse order: the start-up probe of Ansible, the servers every replica serves
+(user metrics, metrics and probes, the API proxy), the wait for the API server, the conversion
+webhook and the API server's check, then, where the elector lets this replica act, the watches
+(dependents and informers) and the controllers. The elector is the leader's Lease with
+``--leader-elect`` (runtime/leader.py), the shards held with ``--shards`` (runtime/shards.py),
+or none. SIGINT and SIGTERM start a graceful shutdown (``shutdown.py``): no new run, the running
+ones get ``--graceful-shutdown-timeout``, then the rest are interrupted; the watches stop after
+the controllers, the servers last.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ansible_operator import __version__
-from ansible_operator.core import Backoff, ShardSpace, Watch, WatchesError, reserved_vars
-from ansible_operator.gocompat import format_go_duration
+from ansible_operator.core import ShardSpace, Watch, WatchesError, reserved_vars
 from ansible_operator.kube import (
-    ApiError,
     ConfigError,
     Credentials,
     Discovery,
     Informer,
     KubeClient,
     ResourceInfo,
-    Unreachable,
-    UntrustedServer,
     load_credentials,
 )
 from ansible_operator.proxy import Proxy, ProxyStartError
@@ -53,6 +52,7 @@ from ansible_operator.runtime.conversion_webhook import (
 from ansible_operator.runtime.dependents import DependentWatches
 from ansible_operator.runtime.flags import RunSettings, parse_run_args
 from ansible_operator.runtime.leader import (
+    ElectionConfig,
     LeaderElectionError,
     LeaderElector,
     LeadershipLost,
@@ -67,11 +67,20 @@ from ansible_operator.runtime.metrics import (
 )
 from ansible_operator.runtime.metrics_auth import MetricsAuth
 from ansible_operator.runtime.metrics_tls import MetricsCertError, ServingTLS, serving_context
-from ansible_operator.runtime.readiness import API_CHECK_INTERVAL, Readiness
+from ansible_operator.runtime.parts import (
+    AnsibleStartup,
+    ApiServerCheck,
+    ApiServerWait,
+    Informers,
+    StartupError,
+    Workers,
+)
+from ansible_operator.runtime.readiness import Readiness
 from ansible_operator.runtime.reconciler import Reconciler
+from ansible_operator.runtime.runnables import Elector, Group, Manager, Runnable, Served, always
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.shards import ShardedControllers, ShardKeeper
-from ansible_operator.runtime.shutdown import RunGate, drain, handle_signals, on_stop_signal
+from ansible_operator.runtime.shutdown import RunGate, handle_signals, on_stop_signal
 from ansible_operator.runtime.user_metrics import (
     UserMetrics,
     UserMetricsServer,
@@ -82,77 +91,65 @@ from ansible_operator.watchfile import load_watches
 log = logging.getLogger("cmd")
 
 
-class StartupError(Exception):
-    """Something the user must fix before the operator can start; one line."""
-
-
 def _log_level(settings: RunSettings) -> str:
     level = settings.logging.zap_log_level or ("debug" if settings.logging.zap_devel else "info")
     return "debug" if level.isdigit() else level
 
 
+@dataclass(frozen=True)
+class Inputs:
+    """What ``ansible-operator run`` was given, read and checked before anything starts."""
+
+    settings: RunSettings
+    watches: list[Watch]
+    creds: Credentials
+    metrics_tls: ServingTLS | None = None  # --metrics-secure's certificate
+    election: ElectionConfig | None = None  # --leader-elect's or --shards' Leases
+
+
 class Operator:
-    """The controllers of one watches file, and the informers that feed them."""
+    """The parts of one watches file's operator, wired; ``run`` starts them (``groups``)."""
 
     def __init__(
         self,
-        settings: RunSettings,
-        watches: list[Watch],
-        creds: Credentials,
+        inputs: Inputs,
         *,
         client: KubeClient | None = None,  # None: one for creds; tests pass an in-memory API
         runner: Runner | None = None,  # None: by --runner; tests pass a scripted one
-        ansible: AnsibleVersions | None = None,  # None: asked of the runner; given with runner
+        ansible: AnsibleVersions | None = None,  # None: asked at start; given with runner
     ) -> None:
+        settings = inputs.settings
         self.settings = settings
-        self.creds = creds
+        self.creds = inputs.creds
         try:  # one watch per kind; the versions it serves beside its own, converted here
-            watches, conversions = select_watches(watches)
+            watches, conversions = select_watches(inputs.watches)
         except WebhookError as err:
             raise StartupError(str(err)) from None
-        self.client = client or KubeClient(creds)
+        self.client = client or KubeClient(inputs.creds)
         self.discovery = Discovery(self.client)
+        self.metrics = OperatorMetrics()
+        self.reconcilers: list[Reconciler] = []
+        self._probed: ColdRunner | None = None  # the runner the start-up probe asks
         if runner is None:
             # As upstream, the path flags are the roles' and collections' paths of every run.
             kind = WarmRunner if settings.ansible.runner == "warm" else ColdRunner
-            chosen = kind(environ=settings.ansible_environ())
-            if isinstance(chosen, WarmRunner):
-                # Its imports overlap the probe below and the operator's start; a refused start
-                # ends this process, and the server with it (end of file on its stdin).
-                chosen.start()
-            # The Ansible the runs will use, asked once: too old an ansible-core, or one without
-            # kubernetes.core, is refused here.
-            ansible = versions.probe_checked(chosen.executable, chosen.environ)
-            if isinstance(chosen, WarmRunner):
-                chosen.check_installation(ansible)
-            runner = chosen
+            runner = self._probed = kind(environ=settings.ansible_environ())
         elif ansible is None:
             raise ValueError("a runner given without the Ansible versions it runs")
-        versions.check_supported(ansible)
-        log.info("Ansible", extra={"ansible_core": ansible.core, "ansible_runner": ansible.runner})
-        if ansible.ansible_names is None:
-            log.warning(
-                "Spec keys that shadow Ansible's magic variables are not warned about: "
-                f"{ansible.names_problem}"
-            )
-        self.ansible_names = ansible.ansible_names or frozenset()
         self.runner = runner
-        self.metrics = OperatorMetrics(ansible)
         if isinstance(runner, WarmRunner):
             self._report_warm_patches(runner)
         self.gate = RunGate()  # every run passes it; closed and interrupted at shutdown
         self.user_metrics = UserMetrics()
         self.user_metrics_server = UserMetricsServer(self.user_metrics)
         self.readiness = Readiness()
-        if not settings.election.leader_elect:
-            self.readiness.acting()
         try:
             self.endpoints = Endpoints(
                 metrics_address=settings.serving.metrics_bind_address,
                 probe_address=settings.serving.health_probe_bind_address,
                 registries=[self.metrics.registry, self.user_metrics.registry],
                 ready=self.readiness.why_not_ready,
-                metrics_tls=self._metrics_tls(),
+                metrics_tls=inputs.metrics_tls,
                 metrics_auth=(
                     MetricsAuth(self.client) if settings.serving.metrics_require_rbac else None
                 ),
@@ -167,7 +164,7 @@ class Operator:
             count=lambda gvk: self.metrics.watch_event(str(gvk)),
         )
         self.proxy = Proxy(
-            creds,
+            inputs.creds,
             client=self.client,
             port=settings.proxy.proxy_port,
             inject_owner_refs=settings.proxy.inject_owner_ref,
@@ -176,13 +173,9 @@ class Operator:
         )
         self.shards: ShardKeeper | None = None
         if settings.election.shards:
-            try:
-                config = election_config(settings, flag="--shards")
-            except LeaderElectionError as err:
-                raise StartupError(str(err)) from None
             self.shard_metrics = ShardMetrics(self.metrics.registry)
             self.shards = ShardKeeper(
-                config,
+                _election(inputs),
                 ShardSpace(settings.election.shards),
                 self.client,
                 metrics=self.shard_metrics,
@@ -221,16 +214,70 @@ class Operator:
         ]
         self.leader: LeaderElector | None = None
         if settings.election.leader_elect:
-            try:
-                config = election_config(settings)
-            except LeaderElectionError as err:
-                raise StartupError(str(err)) from None
+            config = _election(inputs)
             self.leader = LeaderElector(
                 config,
                 LeaseLock(self.client, config.namespace, config.name),
                 abandon=self._kill_runs_now,
                 registry=self.metrics.registry,
             )
+        else:
+            self.readiness.acting()
+        if ansible is not None:
+            self._ansible_found(ansible)
+        self.groups = self._groups()
+
+    def _groups(self) -> list[Group]:
+        """Everything the operator runs, in the order it starts; a stop takes it backwards."""
+        servers: list[Runnable] = [
+            Served("user-metrics", self.user_metrics_server),
+            Served("endpoints", self.endpoints),
+            Served("proxy", self.proxy),
+        ]
+        api: list[Runnable] = [ApiServerCheck(self.client, self.readiness)]
+        if self.webhook is not None:  # every replica converts, leader or not
+            api.append(Served("conversion-webhook", self.webhook))
+        watches: list[Runnable] = [Informers(self.informers, self.readiness)]
+        if self.settings.proxy.inject_owner_ref:
+            watches.insert(0, Served("dependents", self.dependents))
+        grace = self.settings.ansible.graceful_shutdown_timeout
+        groups = [
+            Group(
+                "ansible",
+                [AnsibleStartup(self._probed, self._ansible_found)] if self._probed else [],
+            ),
+            # As upstream, every replica serves these, leader or not.
+            Group("servers", servers),
+            Group(
+                "api-server",
+                [
+                    ApiServerWait(
+                        self.client, self.readiness, timeout=self.settings.api.startup_timeout
+                    )
+                ],
+            ),
+            Group("api-clients", api),
+            Group("watches", watches, need_leader_election=True),
+            Group(
+                "controllers",
+                [Workers(self.controllers, self.gate, grace=grace)],
+                need_leader_election=True,
+            ),
+        ]
+        return [group for group in groups if group.runnables]
+
+    def _ansible_found(self, ansible: AnsibleVersions) -> None:
+        """What the start-up probe found: refused if too old, else given to the runs."""
+        versions.check_supported(ansible)
+        log.info("Ansible", extra={"ansible_core": ansible.core, "ansible_runner": ansible.runner})
+        if ansible.ansible_names is None:
+            log.warning(
+                "Spec keys that shadow Ansible's magic variables are not warned about: "
+                f"{ansible.names_problem}"
+            )
+        for reconciler in self.reconcilers:
+            reconciler.ansible_names = ansible.ansible_names or frozenset()
+        self.metrics.ansible_found(ansible)
 
     def _report_warm_patches(self, runner: WarmRunner) -> None:
         """Say, in one line and a metric, which warm patches stay off and whether runs are cold."""
@@ -245,16 +292,6 @@ class Operator:
             log.warning(
                 f"Warm runner patches off, untested on the installed releases: {off}; {effect}"
             )
-
-    def _metrics_tls(self) -> ServingTLS | None:
-        if not self.settings.serving.metrics_secure:
-            return None
-        try:
-            tls = serving_context(self.settings.serving.metrics_cert_dir)
-        except MetricsCertError as err:
-            raise StartupError(str(err)) from None
-        log.info("Metrics certificate", extra={"source": tls.source})
-        return tls
 
     def _controller(self, watch: Watch) -> Controller:
         gvk = watch.gvk
@@ -279,8 +316,8 @@ class Operator:
             resource=resource,
             reconcile_period=self.settings.reconcile.reconcile_period,
             gate=self.gate,
-            ansible_names=self.ansible_names,
         )
+        self.reconcilers.append(reconciler)
         controller = Controller(
             watch,
             reconciler,
@@ -331,133 +368,39 @@ class Operator:
             for namespace in namespaces
         ]
 
-    async def run(self, stop: asyncio.Event) -> None:
-        namespaces = self.settings.watching.watch_namespaces
-        if namespaces:
-            log.info("Watching namespaces", extra={"namespaces": list(namespaces)})
-        else:
-            log.info("Watching all namespaces")
-        async with contextlib.AsyncExitStack() as servers:
-            # As upstream, every replica serves these, leader or not.
-            for server in (self.user_metrics_server, self.endpoints, self.proxy):
-                await server.start()
-                servers.push_async_callback(server.stop)
-            servers.push_async_callback(self.client.close)
-            await self._wait_for_api_server(stop)
-            if stop.is_set():  # stopped while waiting: nothing more to start
-                return
-            checking = asyncio.create_task(self._check_api_server(stop))
-            servers.push_async_callback(_cancel, checking)
-            if self.webhook is not None:  # every replica converts, leader or not
-                await self.webhook.start()
-                servers.push_async_callback(self.webhook.stop)
-            if self.leader is not None:
-                await self.leader.lead(stop, lambda: self._act(stop))
-            elif self.shards is not None and self.sharded is not None:
-                await self.shards.keep(self.sharded, lambda: self._act(stop))
-            else:
-                await self._act(stop)
-
-    async def _act(self, stop: asyncio.Event) -> None:
-        """What only the leader does: dependent watches, controllers and their informers."""
-        self.readiness.acting()
-        async with contextlib.AsyncExitStack() as watches:
-            if self.settings.proxy.inject_owner_ref:
-                await self.dependents.start()
-                watches.push_async_callback(self.dependents.stop)
-            await self._run_controllers(stop)
-
     def _kill_runs_now(self) -> None:
         """The Lease is lost: runs cancelled from now on get no grace before SIGKILL (other
         runners stop theirs on cancellation, as the Runner protocol requires)."""
         if isinstance(self.runner, ColdRunner):
             self.runner.kill_grace = 0.0
 
-    async def _run_controllers(self, stop: asyncio.Event) -> None:
-        """The workers and the informers, until a stop (then a graceful drain) or a crash; the
-        informers stop after the drain."""
-        workers = [asyncio.create_task(c.run()) for c in self.controllers]
-        informers = [asyncio.create_task(i.run()) for i in self.informers]
-        stopped = asyncio.create_task(stop.wait())
-        tasks = [stopped, *informers, *workers]
-        # Not among the tasks waited for: its end is no reason to stop.
-        confirming = asyncio.create_task(self._confirm_watches())
+    async def run(self, stop: asyncio.Event) -> None:
+        namespaces = self.settings.watching.watch_namespaces
+        if namespaces:
+            log.info("Watching namespaces", extra={"namespaces": list(namespaces)})
+        else:
+            log.info("Watching all namespaces")
         try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                task.result()  # a crashed part ends the operator, loudly
-            timeout = self.settings.ansible.graceful_shutdown_timeout
-            await drain(self.controllers, self.gate, timeout=timeout)
+            await Manager(
+                self.groups, elector=self._elector(), on_elected=self.readiness.acting
+            ).run(stop)
         finally:
-            stop.set()
-            await _cancel(confirming)
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await self.client.close()
+            if isinstance(self.runner, WarmRunner):
+                self.runner.close()  # its server exits once its runs have ended
 
-    async def _wait_for_api_server(self, stop: asyncio.Event) -> None:
-        """Start only once the API server answers; an outage at start is waited out, one warning
-        per try, for --startup-timeout when it is set (then the start fails)."""
-        backoff = Backoff(base=1.0, cap=30.0)
-        limit = self.settings.api.startup_timeout
-        loop = asyncio.get_running_loop()
-        deadline = None if limit is None else loop.time() + limit
-        while not stop.is_set():
-            delay = backoff.next_delay()
-            if deadline is not None:
-                delay = max(0.0, min(delay, deadline - loop.time()))
-            try:
-                await self.client.get("/version")
-                self.readiness.api_answered()
-                return
-            except UntrustedServer as err:  # a wrong CA does not heal by waiting
-                raise StartupError(str(err)) from err
-            except (ApiError, Unreachable) as err:
-                if isinstance(err, ApiError) and err.status == 401:  # nor do rejected credentials
-                    raise StartupError(f"the API server rejected the credentials: {err}") from err
-                why = str(err).removeprefix(f"GET {self.creds.server}/version: ")
-                if deadline is not None and loop.time() >= deadline:
-                    raise StartupError(
-                        f"the API server {self.creds.server} did not answer within "
-                        f"--startup-timeout={format_go_duration(limit or 0)}: {why}"
-                    ) from None
-                log.warning(
-                    "API server not reachable, waiting",
-                    extra={"url": self.creds.server, "reason": why, "retry_in": round(delay, 3)},
-                )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), delay)
-
-    async def _check_api_server(self, stop: asyncio.Event) -> None:
-        """Tell readiness, every few seconds, whether the API server still answers."""
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), API_CHECK_INTERVAL)
-                return
-            try:
-                await asyncio.wait_for(self.client.get("/version"), API_CHECK_INTERVAL)
-                self.readiness.api_answered()
-            except (TimeoutError, ApiError, Unreachable, UntrustedServer) as err:
-                self.readiness.api_failed()
-                log.debug("API server check failed", extra={"error": str(err) or "timeout"})
-
-    async def _confirm_watches(self) -> None:
-        """Readiness once every informer has listed its kind where it watches it (a kind that
-        is not served, or that these credentials may not list, keeps the operator unready)."""
-        await asyncio.gather(*(informer.synced.wait() for informer in self.informers))
-        self.readiness.watches_established()
-        log.info("Watches established")
+    def _elector(self) -> Elector:
+        """What decides whether this replica runs the watches and controllers: the leader's
+        Lease, the shards it holds, or nothing (it always does)."""
+        if self.leader is not None:
+            return self.leader.lead
+        if self.shards is not None and self.sharded is not None:
+            keeper, hooks = self.shards, self.sharded
+            return lambda stop, act: keeper.keep(hooks, act)
+        return always
 
 
-async def _cancel(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-
-
-def prepare(argv: Sequence[str]) -> tuple[RunSettings, list[Watch], Credentials]:
+def prepare(argv: Sequence[str]) -> Inputs:
     """Everything that can fail because of the user's input, checked before anything starts."""
     settings = parse_run_args(argv)
     logs.configure(
@@ -481,22 +424,39 @@ def prepare(argv: Sequence[str]) -> tuple[RunSettings, list[Watch], Credentials]
         creds = load_credentials(kubeconfig=settings.api.kubeconfig)
     except ConfigError as err:
         raise StartupError(str(err)) from None
+    election = None
+    if settings.election.leader_elect or settings.election.shards:
+        flag = "--shards" if settings.election.shards else "--leader-elect"
+        try:
+            election = election_config(settings, flag=flag)
+        except LeaderElectionError as err:
+            raise StartupError(str(err)) from None
+    metrics_tls = None
+    if settings.serving.metrics_secure:
+        try:
+            metrics_tls = serving_context(settings.serving.metrics_cert_dir)
+        except MetricsCertError as err:
+            raise StartupError(str(err)) from None
     # After the checks: a refused start is its one line, with nothing before it.
     log.info("Version", extra={"version": __version__, "python": sys.version.split()[0]})
-    return settings, watches, creds
+    if metrics_tls is not None:
+        log.info("Metrics certificate", extra={"source": metrics_tls.source})
+    return Inputs(settings, watches, creds, metrics_tls=metrics_tls, election=election)
+
+
+def _election(inputs: Inputs) -> ElectionConfig:
+    if inputs.election is None:
+        raise ValueError("--leader-elect or --shards without their Lease configuration")
+    return inputs.election
 
 
 def main(argv: Sequence[str]) -> int:
     try:
-        settings, watches, creds = prepare(argv)
-        operator = Operator(settings, watches, creds)
-    except (StartupError, RunnerError) as err:
-        print(f"ansible-operator run: {err}", file=sys.stderr)
-        return 1
-    try:
+        operator = Operator(prepare(argv))
         return asyncio.run(_serve(operator))
     except (
         StartupError,
+        RunnerError,
         UserMetricsServerError,
         ProxyStartError,
         EndpointError,

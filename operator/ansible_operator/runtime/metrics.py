@@ -31,19 +31,14 @@ log = logging.getLogger("metrics")
 
 
 class OperatorMetrics:
-    def __init__(self, ansible: AnsibleVersions) -> None:
+    def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        Gauge(
+        self._build_info = Gauge(
             "ansible_operator_build_info",
             "Build information for the ansible-operator binary",
             ["commit", "version", "ansible_core_version", "ansible_runner_version"],
             registry=self.registry,
-        ).labels(
-            commit="unknown",
-            version=f"v{__version__}",
-            ansible_core_version=ansible.core,
-            ansible_runner_version=ansible.runner,
-        ).set(1)
+        )
         # A gauge that only goes up, as upstream's (its type is part of the contract).
         self._results = Gauge(
             "ansible_operator_reconcile_result",
@@ -71,6 +66,15 @@ class OperatorMetrics:
             ["GVK"],
             registry=self.registry,
         )
+
+    def ansible_found(self, ansible: AnsibleVersions) -> None:
+        """The build information, once the start-up probe has asked the runs' Ansible."""
+        self._build_info.labels(
+            commit="unknown",
+            version=f"v{__version__}",
+            ansible_core_version=ansible.core,
+            ansible_runner_version=ansible.runner,
+        ).set(1)
 
     def observe_run(self, gvk: str, seconds: float, succeeded: bool) -> None:
         self._durations.labels(GVK=gvk).observe(seconds)
