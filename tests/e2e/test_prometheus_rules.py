@@ -4,7 +4,9 @@ into the binaries' cache, as the bundle validator is.
 
 - `promtool check rules` and `promtool test rules`: every alert fires on the series it is about
   and stays silent on others (prometheus/alerts_test.yaml);
-- every panel query of the dashboard parses as PromQL.
+- every panel query of the dashboard parses as PromQL;
+- config/default with ../prometheus and ../grafana added renders the PrometheusRule and the
+  dashboard's ConfigMap in the operator's namespace, named as its other objects.
 
 In the e2e layer, as the bundle validator's test: `make e2e` runs on a machine that builds Go
 programs; the first build of promtool takes about 4 minutes on 2 cores."""
@@ -12,6 +14,7 @@ programs; the first build of promtool takes about 4 minutes on 2 cores."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_operator.devcluster import gobuild
+from ansible_operator.devcluster import binaries, deploy, gobuild
 
 pytestmark = pytest.mark.e2e
 
@@ -107,3 +110,24 @@ def test_every_dashboard_query_parses(promtool, tmp_path):
     rc, out = run(promtool, "check", "rules", "--lint=none", "dashboard.yaml", cwd=tmp_path)
     assert rc == 0, out
     assert f"SUCCESS: {len(rules)} rules found" in out
+
+
+def test_config_default_renders_the_alerts_and_the_dashboard(tmp_path):
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    default = tmp_path / "config/default/kustomization.yaml"
+    kustomization = yaml.safe_load(default.read_text())
+    kustomization["resources"] += ["../prometheus", "../grafana"]
+    default.write_text(yaml.safe_dump(kustomization))
+    rendered = deploy.render(binaries.kubectl(), tmp_path, "quay.io/example/op:0.1.0")
+    objects = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(rendered)}
+    rule = objects[("PrometheusRule", "ansible-operator-controller-manager-alerts")]
+    assert rule["metadata"]["namespace"] == "ansible-operator-system"
+    assert (
+        rule["spec"] == yaml.safe_load((REPO / "config/prometheus/alerts.yaml").read_text())["spec"]
+    )
+    dashboard = objects[("ConfigMap", "ansible-operator-grafana-dashboard")]
+    assert dashboard["metadata"]["namespace"] == "ansible-operator-system"
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert dashboard["data"]["operator-dashboard.json"] == (
+        (REPO / "config/grafana/operator-dashboard.json").read_text()
+    )
