@@ -6,7 +6,8 @@ into the binaries' cache, as the bundle validator is.
   and stays silent on others (prometheus/alerts_test.yaml);
 - every panel query of the dashboard parses as PromQL;
 - config/default with ../prometheus and ../grafana added renders the PrometheusRule and the
-  dashboard's ConfigMap in the operator's namespace, named as its other objects.
+  dashboard's ConfigMap in the operator's namespace, named as its other objects, and the
+  metrics Service whose name is the job the rules select.
 
 In the e2e layer, as the bundle validator's test: `make e2e` runs on a machine that builds Go
 programs; the first build of promtool takes about 4 minutes on 2 cores."""
@@ -120,6 +121,7 @@ def test_config_default_renders_the_alerts_and_the_dashboard(tmp_path):
     default.write_text(yaml.safe_dump(kustomization))
     rendered = deploy.render(binaries.kubectl(), tmp_path, "quay.io/example/op:0.1.0")
     objects = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(rendered)}
+    assert ("Service", JOB) in objects, "the job the rules select is the metrics Service's name"
     rule = objects[("PrometheusRule", "ansible-operator-controller-manager-alerts")]
     assert rule["metadata"]["namespace"] == "ansible-operator-system"
     assert (
