@@ -131,6 +131,5 @@ def test_init_writes_the_alerts_for_its_own_job_the_dashboard_and_the_runbook():
         assert 'job="mc-operator-controller-manager-metrics-service"' in expr
         assert "ansible-operator-controller" not in expr
     assert json.loads(files["config/grafana/operator-dashboard.json"]) == DASHBOARD
-    assert "kubectl -n mc-operator-system logs deploy/mc-operator-controller-manager" in (
-        files["docs/alerts.md"]
-    )
+    runbook = files["docs/alerts.md"]
+    assert "kubectl -n mc-operator-system logs deploy/mc-operator-controller-manager" in runbook
