@@ -21,6 +21,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ansible_operator import __version__
 from ansible_operator.core import ShardSpace, Watch, WatchesError, reserved_vars
@@ -77,6 +78,7 @@ from ansible_operator.runtime.parts import (
 )
 from ansible_operator.runtime.readiness import Readiness
 from ansible_operator.runtime.reconciler import Reconciler
+from ansible_operator.runtime.related import RelatedWatches
 from ansible_operator.runtime.runnables import Elector, Group, Manager, Runnable, Served, always
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.shards import ShardedControllers, ShardKeeper
@@ -163,6 +165,14 @@ class Operator:
             discovery=self.discovery,
             count=lambda gvk: self.metrics.watch_event(str(gvk)),
         )
+        # Other kinds whose changes reconcile CRs (watches.yaml's relatedResources).
+        self.related = RelatedWatches(
+            self.client,
+            self.discovery,
+            settings.watching.watch_namespaces,
+            lambda gvk: self.metrics.watch_event(str(gvk)),
+            registry=self.metrics.registry,
+        )
         self.proxy = Proxy(
             inputs.creds,
             client=self.client,
@@ -211,7 +221,7 @@ class Operator:
             )
         self.informers = [
             informer for controller in self.controllers for informer in self._informers(controller)
-        ]
+        ] + self.related.informers()
         self.leader: LeaderElector | None = None
         if settings.election.leader_elect:
             config = _election(inputs)
@@ -328,6 +338,7 @@ class Operator:
         if self.shards is not None:
             self.shard_metrics.owned.labels(GVK=str(gvk)).set_function(controller.owned_count)
         self.dependents.add_owner(watch, controller.enqueue)
+        self.related.add_owner(watch, controller.enqueue)
         for message in self.settings.env_messages_for(gvk):
             log.info(message, extra={"gvk": str(gvk)})
         if watch.allow_reserved_vars:
@@ -345,8 +356,15 @@ class Operator:
         return controller
 
     def _informers(self, controller: Controller) -> list[Informer]:
-        """The informers of a controller's kind, one per watched namespace (or one for all)."""
-        gvk = controller.watch.gvk
+        """The informers of a controller's kind, one per watched namespace (or one for all);
+        their events feed the related watches' index of the kind's CRs too."""
+        watch, related = controller.watch, self.related
+        gvk = watch.gvk
+
+        def handle(event_type: str, obj: dict[str, Any]) -> None:
+            related.observe_primary(watch, event_type, obj)
+            controller.handle_event(event_type, obj)
+
         sharded = self.sharded
         timeout = 300
         if self.shards is not None:
@@ -360,7 +378,7 @@ class Operator:
                 self.discovery,
                 gvk,
                 namespace=namespace,
-                handler=controller.handle_event,
+                handler=handle,
                 count=lambda: self.metrics.watch_event(str(gvk)),
                 params=(lambda: sharded.params(gvk)) if sharded is not None else None,
                 server_timeout=timeout,
