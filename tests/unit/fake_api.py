@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,7 @@ class FakeApi:
         self.objects: dict[tuple[str, str, str, str], dict[str, Any]] = {}
         self.events: list[dict[str, Any]] = []  # Events POSTed, in order
         self.requests: list[Request] = []
+        self.responses: Counter[tuple[str, str]] = Counter()  # as KubeClient's: method, code
         self.before: list[Hook] = []
         self.unreachable = False
         self._version = 0
@@ -101,6 +103,19 @@ class FakeApi:
         params: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
     ) -> Any:
+        code = "<error>"
+        try:
+            answer = self._answer(method, path, body, content_type)
+        except ApiError as err:
+            code = str(err.status)
+            raise
+        else:
+            code = "200"
+            return answer
+        finally:
+            self.responses[method, code] += 1
+
+    def _answer(self, method: str, path: str, body: Any, content_type: str) -> Any:
         request = Request(method, path, copy.deepcopy(body))
         self.requests.append(request)
         for hook in list(self.before):

@@ -52,6 +52,7 @@ from ansible_operator.runtime.conversion_webhook import (
 )
 from ansible_operator.runtime.dependents import DependentWatches
 from ansible_operator.runtime.flags import RunSettings, parse_run_args
+from ansible_operator.runtime.framework_metrics import serve
 from ansible_operator.runtime.leader import (
     ElectionConfig,
     LeaderElectionError,
@@ -130,6 +131,13 @@ class Operator:
         self.client = client or KubeClient(inputs.creds)
         self.discovery = Discovery(self.client)
         self.metrics = OperatorMetrics()
+        # controller-runtime's, client-go's and the process's families, as upstream serves them.
+        self.controller_metrics = serve(
+            self.metrics.registry,
+            server=inputs.creds.server,
+            responses=self.client.responses,
+            tls=inputs.metrics_tls,
+        )
         self.reconcilers: list[Reconciler] = []
         self._probed: ColdRunner | None = None  # the runner the start-up probe asks
         if runner is None:
@@ -334,6 +342,7 @@ class Operator:
             workers=self.settings.max_concurrent_reconciles_for(gvk),
             owns=self.shards.owns if self.shards is not None else None,
             resync_rate=self.settings.watching.resync_rate,
+            metrics=self.controller_metrics,
         )
         if self.shards is not None:
             self.shard_metrics.owned.labels(GVK=str(gvk)).set_function(controller.owned_count)
