@@ -304,3 +304,14 @@ def test_certwatcher_is_served_only_for_a_certificate_from_files(tmp_path):
         assert "process_cpu_seconds_total" in text
         assert "# TYPE rest_client_requests_total counter" in text
         assert "_created{" not in text and "_created " not in text
+
+
+def test_a_kind_and_version_watched_in_two_groups_get_two_controller_names():
+    async def reconcile(key):
+        return Result()
+
+    families = ControllerFamilies(CollectorRegistry())
+    other = Watch(gvk=GVK("other.example.com", "v1alpha1", "Thing"), role="/roles/thing")
+    first = Controller(WATCH, reconcile, workers=1, metrics=families)
+    second = Controller(other, reconcile, workers=1, metrics=families)
+    assert (first.name, second.name) == (NAME, "thing.other.example.com-v1alpha1-controller")

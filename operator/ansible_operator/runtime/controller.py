@@ -36,7 +36,7 @@ from typing import Any
 
 from ansible_operator.core import ItemBackoff, Watch, conditions, objects, predicates
 from ansible_operator.runtime import logs
-from ansible_operator.runtime.framework_metrics import ControllerFamilies, controller_name
+from ansible_operator.runtime.framework_metrics import ControllerFamilies
 from ansible_operator.runtime.reconcile import Key, ReconcileError, ReconcileFn, TerminalError
 from ansible_operator.runtime.workqueue import ShutDown, WorkQueue
 
@@ -70,9 +70,10 @@ class Controller:
         metrics: ControllerFamilies | None = None,  # None: kept, served nowhere (tests)
     ) -> None:
         self.watch = watch
-        self.name = controller_name(watch.gvk)
+        families = metrics or ControllerFamilies(None)
+        self.name = families.name_for(watch.gvk)
         self.workers = max(1, workers)
-        self.metrics = (metrics or ControllerFamilies(None)).bind(self.name, self.workers)
+        self.metrics = families.bind(self.name, self.workers)
         self.queue: WorkQueue[Key] = WorkQueue(resync_rate=resync_rate, metrics=self.metrics.queue)
         self._reconcile = reconcile
         self._backoff = backoff or ItemBackoff()

@@ -179,6 +179,17 @@ class ControllerFamilies:
             "Timestamp at which a resource was created",
             ["name", "namespace", "group", "version", "kind"],
         )
+        self._names: set[str] = set()
+
+    def name_for(self, gvk: GVK) -> str:
+        """The ``controller`` label of ``gvk``'s controller: upstream's name, unless a kind of
+        another group with the same kind and version took it (upstream refuses to start then,
+        as two controllers would share one name): then ``<kind>.<group>-<version>-controller``."""
+        name = controller_name(gvk)
+        if name in self._names:
+            name = f"{gvk.kind.lower()}.{gvk.group or 'core'}-{gvk.version.lower()}-controller"
+        self._names.add(name)
+        return name
 
     def bind(self, controller: str, workers: int) -> ControllerMetrics:
         """The children of controller ``controller``, created now (at 0, as controller-runtime
