@@ -17,6 +17,7 @@ from ansible_operator.devcluster.processes import free_ports
 from ansible_operator.kube import Credentials, KubeClient, Unreachable
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.framework_metrics import (
+    GO_DEFAULT_BUCKETS,
     CertificateReads,
     ControllerFamilies,
     RestClientRequests,
@@ -24,6 +25,7 @@ from ansible_operator.runtime.framework_metrics import (
     register_process,
     serve,
 )
+from ansible_operator.runtime.metrics import OperatorMetrics
 from ansible_operator.runtime.metrics_tls import (
     MetricsCertError,
     ServingTLS,
@@ -315,3 +317,17 @@ def test_a_kind_and_version_watched_in_two_groups_get_two_controller_names():
     first = Controller(WATCH, reconcile, workers=1, metrics=families)
     second = Controller(other, reconcile, workers=1, metrics=families)
     assert (first.name, second.name) == (NAME, "thing.other.example.com-v1alpha1-controller")
+
+
+def test_upstreams_own_histogram_has_gos_default_buckets():
+    metrics = OperatorMetrics()
+    metrics.observe_run("cache.example.com/v1alpha1, Kind=Memcached", 0.3, True)
+    bounds = [
+        sample.labels["le"]
+        for family in metrics.registry.collect()
+        if family.name == "ansible_operator_reconciles"
+        for sample in family.samples
+        if sample.name.endswith("_bucket")
+    ]
+    assert [float(b) for b in bounds] == [*GO_DEFAULT_BUCKETS, float("inf")]
+    assert GO_DEFAULT_BUCKETS == (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)

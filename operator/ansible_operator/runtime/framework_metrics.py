@@ -49,6 +49,8 @@ RECONCILE_TIME_BUCKETS = (
     *(20, 25, 30, 40, 50, 60),
 )
 QUEUE_TIME_BUCKETS = tuple(float(f"1e{exponent}") for exponent in range(-8, 4))
+# client_golang's default buckets (prometheus.DefBuckets), which upstream's own histograms use.
+GO_DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 # The results controller-runtime counts; "requeue" (a rate-limited requeue without an error) is
 # not among them: neither upstream's reconciler nor ours ever asks for one.

@@ -24,6 +24,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ansible_operator import __version__
 from ansible_operator.runner import AnsibleVersions
+from ansible_operator.runtime.framework_metrics import GO_DEFAULT_BUCKETS
 from ansible_operator.runtime.metrics_auth import MetricsAuth
 from ansible_operator.runtime.metrics_tls import RELOAD_INTERVAL, MetricsCertError, ServingTLS
 
@@ -50,6 +51,7 @@ class OperatorMetrics:
             "ansible_operator_reconciles",
             "How long in seconds a reconcile takes.",
             ["GVK"],
+            buckets=GO_DEFAULT_BUCKETS,  # upstream's (prometheus.DefBuckets)
             registry=self.registry,
         )
 

@@ -36,6 +36,8 @@ from prometheus_client.metrics_core import (
 )
 from prometheus_client.registry import Collector
 
+from ansible_operator.runtime.framework_metrics import GO_DEFAULT_BUCKETS
+
 log = logging.getLogger("apiserver")
 
 # Served by the operator's metrics endpoint together with its own metrics.
@@ -47,8 +49,6 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 5050
 
 TYPES = ("counter", "gauge", "histogram", "summary")
-# client_golang's DefBuckets, which upstream's histograms use.
-DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _BOOL_FIELDS = {
     "counter": ("increment",),
@@ -147,7 +147,7 @@ class UserMetric(Collector):
         self._value = 0.0  # counter, gauge
         self._sum = 0.0  # histogram, summary
         self._count = 0
-        self._buckets = [0] * len(DEFAULT_BUCKETS)  # histogram: non-cumulative counts
+        self._buckets = [0] * len(GO_DEFAULT_BUCKETS)  # histogram: non-cumulative counts
 
     def apply(self, request: MetricRequest, *, now: float | None = None) -> None:
         """Upstream's operation semantics: the first operation given wins; zero values are
@@ -184,7 +184,7 @@ class UserMetric(Collector):
                 self._sum += value
                 self._count += 1
                 if self.type == "histogram":
-                    for i, bound in enumerate(DEFAULT_BUCKETS):
+                    for i, bound in enumerate(GO_DEFAULT_BUCKETS):
                         if value <= bound:
                             self._buckets[i] += 1
                             break
@@ -210,7 +210,7 @@ class UserMetric(Collector):
             histogram = HistogramMetricFamily(self.name, doc)
             if with_samples:
                 cumulative, buckets = 0, []
-                for bound, count in zip(DEFAULT_BUCKETS, self._buckets, strict=True):
+                for bound, count in zip(GO_DEFAULT_BUCKETS, self._buckets, strict=True):
                     cumulative += count
                     buckets.append((_bound(bound), float(cumulative)))
                 buckets.append(("+Inf", float(self._count)))
