@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from ansible_operator import __version__, completion
 from ansible_operator.dev import command as dev_command
+from ansible_operator.dev import runs_command
 from ansible_operator.devcluster import bundle_validator, image_command
 from ansible_operator.devcluster import command as devcluster_command
 from ansible_operator.runner import RunnerError, find_ansible_runner, versions
@@ -89,6 +90,12 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
     ("dev", "operator"): [
         "ansible-operator dev operator start --dir /tmp/op --namespace demo",
         "ansible-operator dev operator stop --dir /tmp/op",
+    ],
+    ("runs",): [
+        "ansible-operator runs --url http://127.0.0.1:8383",
+        "ansible-operator runs Memcached -n default",
+        "ansible-operator runs show Memcached/example --follow",
+        "ansible-operator runs show memcached.cache.example.com/example 3f9c --output json",
     ],
     ("new-api",): [
         "ansible-operator new-api --group cache --version v1alpha1 --kind Memcached",
@@ -219,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     devcluster_command.add_parser(subparsers)
     image_command.add_parser(subparsers)
     dev_command.add_parser(subparsers)
+    runs_command.add_parser(subparsers)
     init_command.add_parser(subparsers)
     newapi.add_parser(subparsers)
     olm.add_parsers(generate.add_parser(subparsers))

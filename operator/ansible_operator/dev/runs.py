@@ -1,0 +1,267 @@
+"""``ansible-operator runs``: the operator's record of its Ansible runs, in the terminal
+(``runs_command`` declares the command line).
+
+``runs [KIND[/NAME]]`` lists runs newest first (when, which replica, the CR, what triggered the
+run, its outcome, duration and task counts); ``runs show KIND/NAME [ID]`` draws one run (the
+newest by default) as a timeline: a bar per task, placed by when it started and as long as it
+took, a failed task marked with its message; ``--follow`` redraws a running run until it ends.
+``--output json`` prints what the operator's API says instead. The operator is reached by
+``runs_client``: at ``--url``, or every replica of it in the cluster of the user's kubeconfig.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+
+from ansible_operator.core import timeline_layout
+from ansible_operator.dev import runs_client
+from ansible_operator.dev.runs_client import Replica, Resource, RunsError
+from ansible_operator.dev.runs_command import OPERATOR_NAMESPACE_FROM
+from ansible_operator.kube import ConfigError, KubeClient, load_credentials
+
+BAR_WIDTH = 40
+FOLLOW_EVERY = 1.0  # seconds between two looks at a running run
+
+
+def _fail(message: str) -> int:
+    print(f"ansible-operator runs: {message}", file=sys.stderr, flush=True)
+    return 1
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(_main(args))
+    except (RunsError, ConfigError) as err:
+        return _fail(str(err))
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _main(args: argparse.Namespace) -> int:
+    words: list[str] = args.target
+    show = words[:1] == ["show"]
+    if show and len(words) not in (2, 3):
+        raise RunsError("show takes KIND/NAME and, if you like, a run's ID")
+    if not show and len(words) > 1:
+        raise RunsError(f"unexpected argument {words[1]!r}: runs [KIND[/NAME]]")
+    if args.follow and not show:
+        raise RunsError("--follow follows one run: runs show KIND/NAME --follow")
+    kind_word, _, name = (words[1] if show else (words or [""])[0]).partition("/")
+    if show and not name:
+        raise RunsError(f"show takes KIND/NAME, not {words[1]!r}")
+    async with _replicas(args) as replicas:
+        known = await runs_client.resources(replicas)
+        if not kind_word:
+            runs = await runs_client.summaries(replicas, [kind.path for kind in known])
+            return _list(runs, args)
+        kind = runs_client.resolve_kind(known, kind_word)
+        if not name:
+            return _list(await runs_client.summaries(replicas, [kind.path]), args)
+        resource = runs_client.resolve_resource(known[kind], name, args.namespace)
+        if not show:
+            return _list(await runs_client.summaries(replicas, [resource.path]), args)
+        run_id = words[2] if len(words) == 3 else None
+        return await _show(replicas, resource, run_id, args)
+
+
+@contextlib.asynccontextmanager
+async def _replicas(args: argparse.Namespace) -> AsyncIterator[list[Replica]]:
+    if args.url:
+        if args.kubeconfig or args.operator_namespace:
+            raise RunsError("--url names the operator: no --kubeconfig or --operator-namespace")
+        if not args.url.startswith(("http://", "https://")):
+            raise RunsError(
+                f"--url must be http://HOST:PORT or https://HOST:PORT, not {args.url!r}"
+            )
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+            yield [
+                runs_client.url_replica(
+                    args.url, session, token=args.token, insecure=args.insecure_skip_tls_verify
+                )
+            ]
+        return
+    if args.token or args.insecure_skip_tls_verify:
+        raise RunsError(
+            "--token and --insecure-skip-tls-verify go with --url: in the cluster your "
+            "kubeconfig's credentials are used"
+        )
+    namespace = args.operator_namespace or _project_namespace()
+    client = KubeClient(load_credentials(kubeconfig=str(args.kubeconfig or "")))
+    try:
+        yield await runs_client.cluster_replicas(client, namespace, args.selector)
+    finally:
+        await client.close()
+
+
+def _project_namespace(where: Path = OPERATOR_NAMESPACE_FROM) -> str:
+    """The namespace config/default deploys the operator to, in the current project."""
+    try:
+        namespace = (yaml.safe_load(where.read_text(encoding="utf-8")) or {}).get("namespace")
+    except (OSError, yaml.YAMLError, AttributeError):
+        namespace = None
+    if not isinstance(namespace, str) or not namespace:
+        raise RunsError(
+            f"which namespace is the operator in? pass --operator-namespace (no namespace "
+            f"in {where} here), or --url"
+        )
+    return namespace
+
+
+# -- list ------------------------------------------------------------------------------------
+
+
+def _list(runs: list[dict[str, Any]], args: argparse.Namespace) -> int:
+    if args.namespace is not None:
+        runs = [run for run in runs if (run.get("namespace") or "") == args.namespace]
+    if args.output == "json":
+        json.dump({"runs": runs}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_list(runs))
+    return 0
+
+
+COLUMNS = (
+    "STARTED",
+    "REPLICA",
+    "CR",
+    "TRIGGER",
+    "OUTCOME",
+    "DURATION",
+    "OK",
+    "CHANGED",
+    "FAILED",
+    "SKIPPED",
+    "ID",
+)
+
+
+def _when(text: str) -> str:
+    return timeline_layout.parse_time(text).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _cr(run: dict[str, Any]) -> str:
+    where = f"{run['namespace']}/" if run.get("namespace") else ""
+    return f"{run['kind']} {where}{run['name']}"
+
+
+def trigger_text(trigger: dict[str, Any] | None) -> str:
+    """``SpecChanged``, or ``DependentChanged Deployment ns/name``."""
+    if not trigger:
+        return "-"
+    text = str(trigger.get("reason") or "-")
+    source = trigger.get("object")
+    if source:
+        where = f"{source['namespace']}/" if source.get("namespace") else ""
+        text += f" {source.get('kind', '')} {where}{source.get('name', '')}"
+    return text
+
+
+def render_list(runs: Sequence[dict[str, Any]]) -> str:
+    """A table of run summaries, in their order; a line saying so when there are none."""
+    if not runs:
+        return "no runs\n"
+    rows = [list(COLUMNS)]
+    for run in runs:
+        counts = run.get("counts") or {}
+        rows.append(
+            [
+                _when(run["started"]),
+                str(run.get("replica") or "-"),
+                _cr(run),
+                trigger_text(run.get("trigger")),
+                str(run.get("outcome") or "-"),
+                timeline_layout.format_seconds(run.get("duration")),
+                *(str(counts.get(key, 0)) for key in ("ok", "changed", "failed", "skipped")),
+                str(run["id"]),
+            ]
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    return "".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        + "\n"
+        for row in rows
+    )
+
+
+# -- show ------------------------------------------------------------------------------------
+
+
+async def _show(
+    replicas: list[Replica], resource: Resource, run_id: str | None, args: argparse.Namespace
+) -> int:
+    found = await runs_client.record(replicas, resource, run_id)
+    tty = sys.stdout.isatty() and args.output == "text"
+    shown = None
+    while True:
+        if args.output == "text" and found != shown:
+            if tty and shown is not None:
+                sys.stdout.write("\x1b[H\x1b[J")  # redrawn in place
+            sys.stdout.write(render_run(found))
+            sys.stdout.flush()
+            shown = found
+        if not args.follow or found.get("outcome") != "Running":
+            break
+        await asyncio.sleep(FOLLOW_EVERY)
+        found = await runs_client.record(replicas, resource, str(found["id"]))
+    if args.output == "json":
+        json.dump(found, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    return 0
+
+
+def _bar(bar: timeline_layout.Bar) -> str:
+    start = min(int(bar.start * BAR_WIDTH), BAR_WIDTH - 1)
+    length = max(1, round(bar.width * BAR_WIDTH))
+    length = min(length, BAR_WIDTH - start)
+    fill = "░" if bar.status == "running" else "█"
+    return (" " * start + fill * length).ljust(BAR_WIDTH)
+
+
+def render_run(record: dict[str, Any], now: datetime | None = None) -> str:
+    """One run: who ran it, why, how it ended, then its tasks as a timeline."""
+    laid = timeline_layout.layout(record, now)
+    counts = record.get("counts") or {}
+    trigger = record.get("trigger") or {}
+    outcome = str(record.get("outcome") or "-")
+    if record.get("message"):
+        outcome += f": {record['message']}"
+    lines = [
+        f"{_cr(record)}  run {record['id']}  replica {record.get('replica') or '-'}",
+        f"trigger   {trigger_text(trigger)}"
+        + (f": {trigger['message']}" if trigger.get("message") else ""),
+        f"started   {_when(record['started'])}  "
+        + (
+            f"duration {timeline_layout.format_seconds(record.get('duration'))}"
+            if record.get("ended")
+            else f"running for {timeline_layout.format_seconds(laid.seconds)}"
+        ),
+        f"outcome   {outcome}",
+        "counts    "
+        + " ".join(f"{k}={counts.get(k, 0)}" for k in ("ok", "changed", "failed", "skipped")),
+        f"ansible   {record.get('ansible') or '-'}",
+        "",
+        f"  {'0s'.ljust(BAR_WIDTH - 8)}{timeline_layout.format_seconds(laid.seconds):>8}",
+    ]
+    for bar in laid.bars:
+        mark = "✗" if bar.failed else " "
+        lines.append(
+            f"{mark} {_bar(bar)}  {timeline_layout.format_seconds(bar.seconds):>7}  "
+            f"{bar.status:<11} {bar.name}"
+        )
+        if bar.failed and bar.message:
+            lines.extend(f"      {line}" for line in bar.message.splitlines())
+    if not laid.bars:
+        lines.append("  (no tasks)")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,327 @@
+"""Reaching the operator's run records (``/runs`` on its metrics server) for ``ansible-operator
+runs``: one operator at a URL, or every replica of one in a cluster, merged.
+
+In a cluster the operator's Pods are found by their label (``control-plane:
+controller-manager``, as config/manager puts it) with the user's own kubeconfig, and each
+replica's metrics port is reached through the API server's Pod proxy
+(``pods/<scheme>:<pod>:<port>/proxy``), so the user needs ``get`` on ``pods/proxy``, nothing
+else. The API server authenticates the user and does not pass their credentials on to the Pod:
+an operator started with ``--metrics-require-rbac`` refuses those requests (401), and is read
+with ``--url`` and a token instead (through ``kubectl port-forward``). Each replica keeps its own
+runs; a run says which replica ran it. Every failure is a ``RunsError``: one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import ssl
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+
+from ansible_operator.gocompat import parse_bool
+from ansible_operator.kube import ApiError, KubeClient, Unreachable
+
+METRICS_PORT_NAME = "metrics"
+
+
+class RunsError(Exception):
+    """Why the run records cannot be read: one line for the user."""
+
+
+class NotFound(RunsError):
+    """The operator does not know what was asked for (404)."""
+
+
+Get = Callable[[str], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One operator process: what it is called here and how to GET a path of its metrics
+    server as JSON."""
+
+    name: str
+    get: Get
+
+
+def _refusal(where: str, status: int, text: str, path: str, via_proxy: bool) -> RunsError:
+    text = text.strip()
+    if status == 404:
+        return NotFound(f"{where}: {text or 'not found'}")
+    if status == 401 and via_proxy:
+        return RunsError(
+            f"{where} requires a bearer token (--metrics-require-rbac), which the API server's "
+            "Pod proxy does not pass on: kubectl port-forward the Pod's metrics port, then "
+            "`ansible-operator runs --url https://127.0.0.1:PORT --token ... "
+            "--insecure-skip-tls-verify` (docs/runs.md)"
+        )
+    if status == 401:
+        return RunsError(
+            f"{where} requires a bearer token that the API server accepts "
+            "(--metrics-require-rbac): pass --token"
+        )
+    if status == 403:
+        return RunsError(
+            f"{where} refused: {text}: GET {path} needs the rule of the metrics-reader "
+            "ClusterRole (config/rbac/metrics_reader_role.yaml) bound to you"
+        )
+    return RunsError(f"{where}: GET {path}: {status} {text}")
+
+
+def _json(where: str, path: str, payload: Any) -> Any:
+    if isinstance(payload, str):
+        try:
+            return json.loads(payload)
+        except ValueError:
+            raise RunsError(f"{where}: GET {path} did not answer JSON: {payload[:80]!r}") from None
+    return payload
+
+
+def url_replica(
+    url: str, session: aiohttp.ClientSession, *, token: str | None, insecure: bool
+) -> Replica:
+    """The operator whose metrics server is at ``url`` (``http(s)://host:port``)."""
+    base = url.rstrip("/")
+    headers = {"Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    tls: ssl.SSLContext | bool = True
+    if insecure:
+        tls = ssl.create_default_context()
+        tls.check_hostname = False
+        tls.verify_mode = ssl.CERT_NONE
+
+    async def get(path: str) -> Any:
+        try:
+            async with session.get(base + path, headers=headers, ssl=tls) as resp:
+                text = await resp.text(errors="replace")
+                if resp.status >= 400:
+                    raise _refusal(base, resp.status, _error_text(text), path, via_proxy=False)
+        except aiohttp.ClientConnectorCertificateError as err:
+            raise RunsError(
+                f"{base}: the certificate is not trusted ({err.certificate_error}); the "
+                "operator's own is self-signed: --insecure-skip-tls-verify"
+            ) from None
+        except (TimeoutError, aiohttp.ClientError) as err:
+            raise RunsError(f"cannot reach the operator at {base}: {_reason(err)}") from None
+        return _json(base, path, text)
+
+    return Replica(base, get)
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, aiohttp.ClientConnectorError):
+        errno = err.os_error.errno
+        return os.strerror(errno) if errno and errno > 0 else str(err.os_error)
+    if isinstance(err, TimeoutError):
+        return "timed out"
+    return str(err) or type(err).__name__
+
+
+def _error_text(text: str) -> str:
+    """The ``error`` of the API's JSON error body, else the text itself."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text
+    return str(body.get("error", text)) if isinstance(body, dict) else text
+
+
+def metrics_endpoint(pod: dict[str, Any]) -> tuple[str, int] | None:
+    """The scheme and port of a Pod's metrics server: the container port named ``metrics``
+    of the container that has one; https when that container's args say
+    ``--metrics-secure``."""
+    for container in (pod.get("spec") or {}).get("containers") or ():
+        for port in container.get("ports") or ():
+            if port.get("name") == METRICS_PORT_NAME and port.get("containerPort"):
+                return _scheme(container.get("args") or ()), int(port["containerPort"])
+    return None
+
+
+def _scheme(args: Iterable[str]) -> str:
+    secure = False
+    for arg in args:
+        name, sep, value = arg.lstrip("-").partition("=")
+        if name == "metrics-secure":
+            try:
+                secure = parse_bool(value) if sep else True
+            except ValueError:
+                secure = False
+    return "https" if secure else "http"
+
+
+async def cluster_replicas(client: KubeClient, namespace: str, selector: str) -> list[Replica]:
+    """The running Pods labelled ``selector`` in ``namespace``, each reached through the API
+    server's Pod proxy; RunsError when there are none."""
+    where = f"namespace {namespace}"
+    try:
+        pods = await client.get(
+            f"/api/v1/namespaces/{quote(namespace)}/pods", {"labelSelector": selector}
+        )
+    except ApiError as err:
+        raise RunsError(f"cannot list the operator's Pods in {where}: {err}") from None
+    except Unreachable as err:
+        raise RunsError(f"cannot reach the API server: {err}") from None
+    replicas = []
+    skipped = []
+    for pod in pods.get("items") or ():
+        name = pod["metadata"]["name"]
+        endpoint = metrics_endpoint(pod)
+        if (pod.get("status") or {}).get("phase") != "Running" or endpoint is None:
+            skipped.append(name)
+            continue
+        scheme, port = endpoint
+        base = f"/api/v1/namespaces/{quote(namespace)}/pods/{scheme}:{name}:{port}/proxy"
+        replicas.append(Replica(name, _proxied(client, name, base)))
+    if not replicas:
+        why = (
+            f" (not running, or no container port named {METRICS_PORT_NAME}: {', '.join(skipped)})"
+            if skipped
+            else ""
+        )
+        raise RunsError(
+            f"no operator Pod labelled {selector} in {where}{why}: "
+            "is it deployed there? (--operator-namespace, --selector)"
+        )
+    return replicas
+
+
+def _proxied(client: KubeClient, pod: str, base: str) -> Get:
+    where = f"the operator's Pod {pod}"
+
+    async def get(path: str) -> Any:
+        try:
+            payload = await client.get(base + path)
+        except ApiError as err:
+            raise _refusal(where, err.status, _error_text(err.message), path, True) from None
+        except Unreachable as err:
+            raise RunsError(f"cannot reach {where} through the API server: {err}") from None
+        return _json(where, path, payload)
+
+    return get
+
+
+# -- what the runs API says, merged over the replicas ----------------------------------------
+
+
+@dataclass(frozen=True)
+class Kind:
+    api_version: str
+    kind: str
+
+    @property
+    def path(self) -> str:
+        group, _, version = self.api_version.rpartition("/")
+        return f"/runs/{quote(group)}/{quote(version)}/{quote(self.kind)}"
+
+    def matches(self, word: str) -> bool:
+        """``Memcached``, ``memcached`` or ``memcached.cache.example.com``."""
+        group = self.api_version.rpartition("/")[0]
+        word = word.lower()
+        return word in (self.kind.lower(), f"{self.kind}.{group}".lower())
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: Kind
+    namespace: str  # "" for a cluster-scoped CR
+    name: str
+
+    @property
+    def path(self) -> str:
+        return f"{self.kind.path}/{quote(self.namespace or '_')}/{quote(self.name)}"
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind.kind} {where}{self.name}"
+
+
+async def gather[T](replicas: Sequence[Replica], ask: Callable[[Replica], Awaitable[T]]) -> list[T]:
+    """``ask`` of every replica at once; the first failure raised."""
+    return list(await asyncio.gather(*(ask(replica) for replica in replicas)))
+
+
+async def resources(replicas: Sequence[Replica]) -> dict[Kind, set[Resource]]:
+    """Every CR any replica has run records of, by kind."""
+    found: dict[Kind, set[Resource]] = {}
+    for overview in await gather(replicas, lambda r: r.get("/runs")):
+        for entry in overview.get("kinds") or ():
+            kind = Kind(entry["apiVersion"], entry["kind"])
+            known = found.setdefault(kind, set())
+            for item in entry.get("resources") or ():
+                known.add(Resource(kind, item.get("namespace") or "", item["name"]))
+    return found
+
+
+def resolve_kind(known: Iterable[Kind], word: str) -> Kind:
+    matching = [kind for kind in known if kind.matches(word)]
+    if len(matching) == 1:
+        return matching[0]
+    if matching:
+        names = ", ".join(sorted(f"{k.kind}.{k.api_version}" for k in matching))
+        raise RunsError(f"{word!r} names several kinds ({names}): say KIND.GROUP")
+    names = ", ".join(sorted(kind.kind for kind in known)) or "none yet"
+    raise RunsError(f"no run records of a kind {word!r} (kinds with runs: {names})")
+
+
+def resolve_resource(known: Iterable[Resource], name: str, namespace: str | None) -> Resource:
+    matching = [
+        r for r in known if r.name == name and (namespace is None or r.namespace == namespace)
+    ]
+    if len(matching) == 1:
+        return matching[0]
+    if matching:
+        spaces = ", ".join(sorted(r.namespace for r in matching))
+        raise RunsError(f"{name!r} is in several namespaces ({spaces}): pass -n NAMESPACE")
+    where = f" in namespace {namespace}" if namespace else ""
+    raise RunsError(f"no run records of {name!r}{where}")
+
+
+def newest_first(summaries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(summaries, key=lambda run: run["started"], reverse=True)
+
+
+async def summaries(replicas: Sequence[Replica], paths: Iterable[str]) -> list[dict[str, Any]]:
+    """The runs each path lists on every replica, merged newest first; a replica that has none
+    of a kind or CR (404) adds none."""
+
+    async def ask(replica: Replica, path: str) -> list[dict[str, Any]]:
+        try:
+            return list((await replica.get(path)).get("runs") or ())
+        except NotFound:
+            return []
+
+    asked = [ask(replica, path) for path in paths for replica in replicas]
+    return newest_first(run for runs in await asyncio.gather(*asked) for run in runs)
+
+
+async def record(
+    replicas: Sequence[Replica], resource: Resource, run_id: str | None
+) -> dict[str, Any]:
+    """One run's record, with its tasks and output: ``run_id`` (a unique prefix will do), or the
+    newest of the CR's, from the replica that ran it."""
+    runs: list[tuple[Replica, dict[str, Any]]] = []
+    for replica in replicas:
+        try:
+            listed = await replica.get(resource.path)
+        except NotFound:
+            continue
+        runs.extend((replica, run) for run in listed.get("runs") or ())
+    runs.sort(key=lambda pair: pair[1]["started"], reverse=True)
+    if run_id is not None:
+        runs = [pair for pair in runs if str(pair[1]["id"]).startswith(run_id)]
+        if len(runs) > 1 and not any(run["id"] == run_id for _, run in runs):
+            raise RunsError(f"run id {run_id!r} matches {len(runs)} runs of {resource}")
+        runs = [pair for pair in runs if pair[1]["id"] == run_id] or runs
+    if not runs:
+        raise RunsError(
+            f"run {run_id!r} of {resource} not found" if run_id else f"no run of {resource} yet"
+        )
+    replica, run = runs[0]
+    return dict(await replica.get(f"{resource.path}/{quote(str(run['id']))}"))
