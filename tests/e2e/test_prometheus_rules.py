@@ -52,8 +52,6 @@ JOB = "ansible-operator-controller-manager-metrics-service"
 TARGET = {"job": JOB, "namespace": "ansible-operator-system", "pod": "manager-0"}
 # What Grafana puts in place of the dashboard's variables, for one operator.
 VARIABLES = {"$__rate_interval": "5m", "$job": JOB}
-
-
 # Panels that may rightly have no data on a fresh operator, and why.
 MAY_BE_EMPTY = {
     "Warm runner patches off": "every warm patch is on where its releases are tested",
