@@ -7,6 +7,7 @@ test's own), so the rule the test grants is the one the project ships.
 
 from __future__ import annotations
 
+import json
 import ssl
 import urllib.error
 import urllib.request
@@ -48,38 +49,46 @@ def unverified() -> ssl.SSLContext:
 
 @pytest.fixture
 def scrapers(cluster, namespace):
-    """(token allowed to get /metrics, token of a ServiceAccount without that rule)."""
+    """Tokens: (allowed to get /metrics, allowed to get /runs..., of a ServiceAccount with
+    neither), through config/rbac's metrics-reader and runs-reader ClusterRoles."""
     with cluster.api_client() as api_client:
         core, rbac = client.CoreV1Api(api_client), client.RbacAuthorizationV1Api(api_client)
         tokens = []
-        for name in ("prometheus", "stranger"):
+        for name in ("prometheus", "viewer", "stranger"):
             core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
             request = core.create_namespaced_service_account_token(
                 name, namespace, {"spec": {"expirationSeconds": 3600}}
             )
             tokens.append(request.status.token)
-        role = yaml.safe_load((REPO / "config/rbac/metrics_reader_role.yaml").read_text())
-        role["metadata"]["name"] = f"metrics-reader-{uuid.uuid4().hex[:8]}"
-        rbac.create_cluster_role(role)
-        binding = {
-            "metadata": {"name": role["metadata"]["name"]},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role["metadata"]["name"],
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": namespace}],
-        }
-        rbac.create_cluster_role_binding(binding)
+        names = []
+        for account, file in (
+            ("prometheus", "metrics_reader_role"),
+            ("viewer", "runs_reader_role"),
+        ):
+            role = yaml.safe_load((REPO / f"config/rbac/{file}.yaml").read_text())
+            role["metadata"]["name"] = f"{role['metadata']['name']}-{uuid.uuid4().hex[:8]}"
+            rbac.create_cluster_role(role)
+            binding = {
+                "metadata": {"name": role["metadata"]["name"]},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": role["metadata"]["name"],
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+            }
+            rbac.create_cluster_role_binding(binding)
+            names.append(role["metadata"]["name"])
         try:
-            yield tokens[0], tokens[1]
+            yield tuple(tokens)
         finally:
-            rbac.delete_cluster_role_binding(role["metadata"]["name"])
-            rbac.delete_cluster_role(role["metadata"]["name"])
+            for name in names:
+                rbac.delete_cluster_role_binding(name)
+                rbac.delete_cluster_role(name)
 
 
 def test_scrapes_are_authenticated_and_authorized(operator, crs, namespace, scrapers):
-    allowed, stranger = scrapers
+    allowed, viewer, stranger = scrapers
     metrics_port, probe_port = free_ports(2)
     operator.write_watches([{"kind": "Greeting", "role": "greeting"}])
     operator.start(
@@ -106,9 +115,23 @@ def test_scrapes_are_authenticated_and_authorized(operator, crs, namespace, scra
     assert "ansible_operator_build_info{" in body
     assert f'ansible_operator_reconcile_result{{GVK="{gvk}",result="succeeded"}} 1.0' in body
     assert f'ansible_operator_reconciles_count{{GVK="{gvk}"}} 1.0' in body
+    assert scrape(url, viewer, tls)[0] == 403  # runs-reader reads runs, not metrics
     # Plain HTTP is not spoken on the secure port.
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=30)
+
+    # The runs API: the same authentication, its own ClusterRole.
+    runs = f"https://127.0.0.1:{metrics_port}/runs/{GROUP}/{VERSION}/Greeting/{namespace}/m"
+    assert scrape(runs, None, tls)[0] == 401
+    assert scrape(runs, allowed, tls)[0] == 403  # metrics-reader reads metrics, not runs
+    assert scrape(runs, stranger, tls)[0] == 403
+    status, body = scrape(runs, viewer, tls)
+    assert status == 200
+    [run] = json.loads(body)["runs"]
+    assert (run["outcome"], run["trigger"]["reason"], run["name"]) == ("Succeeded", "Created", "m")
+    status, body = scrape(f"{runs}/{run['id']}", viewer, tls)
+    assert status == 200
+    assert [task["status"] for task in json.loads(body)["tasks"]]  # its tasks, each with a status
 
 
 def test_the_certificate_comes_from_the_cert_dir(operator, tmp_path):

@@ -156,7 +156,7 @@ def make(client, watches, namespaces=()):
     deps = DependentWatches(client, watch_namespaces=namespaces, max_backoff=0.01)
     enqueued: list[tuple[GVK, tuple[str, str]]] = []
     for watch in watches:
-        deps.add_owner(watch, lambda key, gvk=watch.gvk: enqueued.append((gvk, key)))
+        deps.add_owner(watch, lambda key, why, gvk=watch.gvk: enqueued.append((gvk, key)))
     return deps, enqueued
 
 

@@ -351,6 +351,11 @@ def test_the_metrics_reader_role_reads_metrics_only():
     assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
 
 
+def test_the_runs_reader_role_reads_run_records_only():
+    role = roles_by_name()["runs-reader"]
+    assert role["rules"] == [{"nonResourceURLs": ["/runs", "/runs/*"], "verbs": ["get"]}]
+
+
 @pytest.mark.parametrize("path", sorted(RBAC.glob("*.yaml")), ids=lambda p: p.name)
 def test_every_rule_says_why(path):
     """Each rule is directly under a comment that gives its reason."""

@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ansible_operator.core import GVK, CRIndex, LabelSelector, RelatedResource, Watch, related_event
+from ansible_operator.core import (
+    GVK,
+    CRIndex,
+    LabelSelector,
+    RelatedResource,
+    Watch,
+    related_event,
+    triggers,
+)
 from ansible_operator.core.watches import ALL_IN_NAMESPACE, CR_SELECTOR, OBJECT_REF, WatchesError
 from ansible_operator.runtime.related import RelatedWatches
 from ansible_operator.watchfile import load_watches
@@ -295,8 +303,9 @@ def test_related_watches_enqueue_after_the_initial_list_and_count_it() -> None:
         registry=registry,
     )
     enqueued: list[tuple[str, str]] = []
-    related.add_owner(Watch(GVK("x", "v1", "Other"), role="/r"), lambda key: None)  # none
-    related.add_owner(WATCH, enqueued.append)
+    whys: list[triggers.Trigger] = []
+    related.add_owner(Watch(GVK("x", "v1", "Other"), role="/r"), lambda key, why: None)  # none
+    related.add_owner(WATCH, lambda key, why: (enqueued.append(key), whys.append(why)))
     related.observe_primary(WATCH, "ADDED", cr("a", "p", serviceMonitorSelector={}))
     informers = related.informers()
     # one per related resource and watched namespace; the API server selects the labels
@@ -309,6 +318,12 @@ def test_related_watches_enqueue_after_the_initial_list_and_count_it() -> None:
     selecting.synced.set()
     selecting._deliver("MODIFIED", {**selected, "spec": {"port": 2}})
     assert enqueued == [("a", "p")]
+    # The run's record names the object that triggered it.
+    [why] = whys
+    assert (why.reason, why.object) == (
+        triggers.RELATED_CHANGED,
+        triggers.ObjectRef(MONITOR.api_version, MONITOR.kind, "a", "m"),
+    )
     assert counted == [MONITOR, MONITOR]
     value = registry.get_sample_value(
         "ansible_operator_related_events_total", {"GVK": str(PROMETHEUS), "related": str(MONITOR)}
@@ -320,7 +335,7 @@ def test_a_cluster_scoped_kind_seen_in_every_namespace_counts_once() -> None:
     enqueued: list[tuple[str, str]] = []
     related = RelatedWatches(None, None, ("a", "b"), None)  # type: ignore[arg-type]
     watch = Watch(PROMETHEUS, role="/r", related=(ALL,))
-    related.add_owner(watch, enqueued.append)
+    related.add_owner(watch, lambda key, why: enqueued.append(key))
     related.observe_primary(watch, "ADDED", cr("a", "p"))
     for informer in related.informers():
         informer.synced.set()

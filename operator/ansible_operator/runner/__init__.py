@@ -27,7 +27,9 @@ from ansible_operator.runner.logging_events import (
     log_debug_result,
     log_stats_stdout,
 )
+from ansible_operator.runner.output import strip_ansi, without_lines
 from ansible_operator.runner.process import ColdRunner, find_ansible_runner
+from ansible_operator.runner.timeline import TaskRun, Timeline
 from ansible_operator.runner.types import (
     AnsibleRunnerNotFound,
     EventCallback,
@@ -57,6 +59,8 @@ __all__ = [
     "RunResult",
     "Runner",
     "RunnerError",
+    "TaskRun",
+    "Timeline",
     "WarmRunner",
     "find_ansible_runner",
     "input_dir_path",
@@ -65,7 +69,9 @@ __all__ = [
     "new_ident",
     "prepare_input_dir",
     "remove_input_dir",
+    "strip_ansi",
     "summarize",
     "versions",
     "warm_playbook_process",
+    "without_lines",
 ]

@@ -34,10 +34,16 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from ansible_operator.core import ItemBackoff, Watch, conditions, objects, predicates
+from ansible_operator.core import ItemBackoff, Watch, conditions, objects, predicates, triggers
 from ansible_operator.runtime import logs
 from ansible_operator.runtime.framework_metrics import ControllerFamilies
-from ansible_operator.runtime.reconcile import Key, ReconcileError, ReconcileFn, TerminalError
+from ansible_operator.runtime.reconcile import (
+    TRIGGER,
+    Key,
+    ReconcileError,
+    ReconcileFn,
+    TerminalError,
+)
 from ansible_operator.runtime.workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger("ansible-controller")
@@ -87,6 +93,10 @@ class Controller:
         self._uids: dict[Key, str] = {}
         # The worker running each key's reconcile, and when that reconcile is done.
         self._running: dict[Key, tuple[asyncio.Task[Any], asyncio.Event]] = {}
+        # Why each queued key runs next: the first reason it was added for, else the reason of
+        # its timed re-run (core.triggers; for the run's record, never for what it does).
+        self._why: dict[Key, triggers.Trigger] = {}
+        self._timed_why: dict[Key, triggers.Trigger] = {}
 
     def owned(self, key: Key) -> bool:
         """Whether this replica acts on ``key`` (always, without sharding)."""
@@ -105,6 +115,7 @@ class Controller:
         self._uids[key] = objects.metadata(obj).get("uid") or ""
         self._seen[key] = _predicate_view(obj)
         self._created(key, obj)
+        self._why.setdefault(key, triggers.ADOPTION)
         self.queue.add(key)
 
     async def stop_runs(
@@ -159,6 +170,8 @@ class Controller:
         event = _event_name(event_type, old)
         if event == "delete":
             self.queue.cancel(key)
+            self._why.pop(key, None)
+            self._timed_why.pop(key, None)
             self._forget_created(key)
         watch = self._after_terminal if key in self._terminal else self.watch
         if predicates.primary_event_passes(event, old, new, watch):
@@ -169,6 +182,7 @@ class Controller:
             )
             if event != "delete":
                 self._created(key, obj)
+                self._why.setdefault(key, triggers.of_event(event, old, obj, resync=resync))
             if resync:
                 self.queue.add_resync(key)
             else:
@@ -197,9 +211,10 @@ class Controller:
         gvk = self.watch.gvk
         return (key[1], key[0], gvk.group, gvk.version, gvk.kind)
 
-    def enqueue(self, key: Key) -> None:
-        """Ask for a reconcile of ``key`` (a dependent changed, say)."""
+    def enqueue(self, key: Key, why: triggers.Trigger = triggers.NONE_KNOWN) -> None:
+        """Ask for a reconcile of ``key`` (a dependent changed, say: ``why``)."""
         if self.owned(key):
+            self._why.setdefault(key, why)
             self.queue.add(key)
 
     async def run(self) -> None:
@@ -253,8 +268,14 @@ class Controller:
                 self.queue.done(key)
 
     async def _process(self, key: Key) -> None:
-        with logs.object_context(self.watch.gvk.kind, *key):
-            await self._reconcile_and_schedule(key)
+        timed = self._timed_why.pop(key, None)
+        why = self._why.pop(key, None) or timed or triggers.NONE_KNOWN
+        token = TRIGGER.set(why)
+        try:
+            with logs.object_context(self.watch.gvk.kind, *key):
+                await self._reconcile_and_schedule(key)
+        finally:
+            TRIGGER.reset(token)
 
     async def _reconcile_and_schedule(self, key: Key) -> None:
         self._terminal.discard(key)
@@ -289,7 +310,7 @@ class Controller:
                 "reconcile failed, retrying with backoff",
                 extra={"key": "/".join(key), "error": str(err), "retry_in": delay},
             )
-            self.queue.schedule(key, delay)
+            self._schedule(key, delay, triggers.backoff(delay, str(err)))
             return "error"
         except Exception:
             self.metrics.panics.inc()
@@ -298,15 +319,20 @@ class Controller:
                 "reconcile crashed, retrying with backoff",
                 extra={"key": "/".join(key), "retry_in": delay},
             )
-            self.queue.schedule(key, delay)
+            self._schedule(key, delay, triggers.backoff(delay, "the reconcile crashed"))
             return "error"
         self._backoff.forget(key)
         log.debug("reconciled", extra={"key": "/".join(key), "requeue_after": result.requeue_after})
         if result.requeue_after is None:
             self.queue.cancel(key)
+            self._timed_why.pop(key, None)
             return "success"
-        self.queue.schedule(key, result.requeue_after)
+        self._schedule(key, result.requeue_after, result.reason or triggers.NONE_KNOWN)
         return "requeue_after"
+
+    def _schedule(self, key: Key, delay: float, why: triggers.Trigger) -> None:
+        self._timed_why[key] = why
+        self.queue.schedule(key, delay)
 
 
 def _event_name(event_type: str | None, old: dict[str, Any] | None) -> str:

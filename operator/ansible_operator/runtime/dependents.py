@@ -30,6 +30,7 @@ from ansible_operator.core import (
     owned_by_annotation,
     owned_by_reference,
     owner_keys,
+    triggers,
 )
 from ansible_operator.kube import (
     ApiError,
@@ -52,7 +53,7 @@ class OwnerKind:
     """An owner watch and how to ask for a reconcile of one of its objects."""
 
     watch: Watch
-    enqueue: Callable[[Key], None]
+    enqueue: Callable[[Key, triggers.Trigger], None]
     namespaced: bool = True  # the owner kind's scope; learnt from discovery at start
 
 
@@ -160,7 +161,7 @@ class DependentWatches:
         self._running = False
         self._recovery: asyncio.Task[None] | None = None
 
-    def add_owner(self, watch: Watch, enqueue: Callable[[Key], None]) -> None:
+    def add_owner(self, watch: Watch, enqueue: Callable[[Key, triggers.Trigger], None]) -> None:
         """Dependents of ``watch``'s kind re-run its reconcile through ``enqueue``."""
         self.owners[watch.gvk] = OwnerKind(watch, enqueue)
 
@@ -272,6 +273,7 @@ class DependentWatches:
         event_type: str,
         obj: Mapping[str, Any],
     ) -> None:
+        why = triggers.dependent(event_type, obj, kind.gvk.api_version, kind.gvk.kind)
         for owner_gvk, key in owners:
             owner = self.owners.get(owner_gvk)
             if owner is None:
@@ -285,7 +287,7 @@ class DependentWatches:
                     "owner": f"{owner_gvk.kind} {'/'.join(key).lstrip('/')}",
                 },
             )
-            owner.enqueue(key)
+            owner.enqueue(key, why)
 
     # -- recovery after a restart -----------------------------------------------------------------
 

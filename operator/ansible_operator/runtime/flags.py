@@ -121,6 +121,25 @@ def _log_events(text: str) -> str:
     return "Tasks"
 
 
+def _non_negative_int(text: str) -> int:
+    number = parse_int(text)
+    if number < 0:
+        raise ValueError("must not be negative")
+    return number
+
+
+_BINARY_UNITS = {"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
+
+
+def _bytes(text: str) -> int:
+    """A size as Kubernetes writes it in binary units: 512Mi, 1Gi, 65536."""
+    digits = text.rstrip("KMGi")
+    unit = text[len(digits) :]
+    if not digits.isdigit() or unit not in _BINARY_UNITS:
+        raise ValueError("expected a size such as 100Mi, 1Gi or a number of bytes")
+    return int(digits) * _BINARY_UNITS[unit]
+
+
 def _namespaces(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
@@ -262,6 +281,26 @@ class Reconcile:
         go_type="int",
         per_kind=PerKind("MAX_CONCURRENT_RECONCILES", low=1, deprecated="WORKER", floor=1),
         default_factory=default_max_concurrent_reconciles,
+    )
+
+
+@dataclass(frozen=True)
+class Runs:
+    """The record of every run (runtime/runs.py), served under /runs on the metrics endpoint."""
+
+    run_history: int = _flag(
+        20,
+        "Runs recorded per custom resource, with their trigger, tasks and output, on the "
+        "operator's disk beside the runner's artifacts (0: none)",
+        go_type="int",
+        parse=_non_negative_int,
+    )
+    run_history_size: int = _flag(
+        100 << 20,
+        "Disk the run records of all custom resources may use; the oldest go first",
+        go_type="string",
+        parse=_bytes,
+        shown_default="100Mi",
     )
 
 
@@ -508,6 +547,7 @@ class RunSettings:
     api: Api = field(default_factory=Api)
     reconcile: Reconcile = field(default_factory=Reconcile)
     ansible: Ansible = field(default_factory=Ansible)
+    runs: Runs = field(default_factory=Runs)
     proxy: Proxy = field(default_factory=Proxy)
     serving: Serving = field(default_factory=Serving)
     election: Election = field(default_factory=Election)

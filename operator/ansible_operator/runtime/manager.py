@@ -36,6 +36,7 @@ from ansible_operator.kube import (
 )
 from ansible_operator.proxy import Proxy, ProxyStartError
 from ansible_operator.runner import (
+    DEFAULT_BASE_DIR,
     AnsibleVersions,
     ColdRunner,
     Runner,
@@ -43,7 +44,7 @@ from ansible_operator.runner import (
     WarmRunner,
     versions,
 )
-from ansible_operator.runtime import logs
+from ansible_operator.runtime import logs, runs_api
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.conversion_webhook import (
     ConversionWebhook,
@@ -81,6 +82,7 @@ from ansible_operator.runtime.readiness import Readiness
 from ansible_operator.runtime.reconciler import Reconciler
 from ansible_operator.runtime.related import RelatedWatches
 from ansible_operator.runtime.runnables import Elector, Group, Manager, Runnable, Served, always
+from ansible_operator.runtime.runs import RunHistory
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.shards import ShardedControllers, ShardKeeper
 from ansible_operator.runtime.shutdown import RunGate, handle_signals, on_stop_signal
@@ -153,6 +155,12 @@ class Operator:
         self.user_metrics = UserMetrics()
         self.user_metrics_server = UserMetricsServer(self.user_metrics)
         self.readiness = Readiness()
+        # The record of every run, beside the runner's artifacts (read on first use).
+        self.history = RunHistory(
+            DEFAULT_BASE_DIR,
+            per_resource=settings.runs.run_history,
+            max_bytes=settings.runs.run_history_size,
+        )
         try:
             self.endpoints = Endpoints(
                 metrics_address=settings.serving.metrics_bind_address,
@@ -163,6 +171,7 @@ class Operator:
                 metrics_auth=(
                     MetricsAuth(self.client) if settings.serving.metrics_require_rbac else None
                 ),
+                metrics_routes=runs_api.routes(self.history),
             )
         except ValueError as err:
             raise StartupError(str(err)) from None
@@ -326,6 +335,7 @@ class Operator:
             settings=self.settings,
             metrics=self.metrics,
             extra_env=self.user_metrics_server.run_env,
+            history=self.history,
         )
         reconciler = Reconciler(
             watch,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -29,6 +29,8 @@ from ansible_operator.runtime.metrics_auth import MetricsAuth
 from ansible_operator.runtime.metrics_tls import RELOAD_INTERVAL, MetricsCertError, ServingTLS
 
 log = logging.getLogger("metrics")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class OperatorMetrics:
@@ -138,6 +140,8 @@ class Endpoints:
         ready: Callable[[], str | None] = lambda: None,
         metrics_tls: ServingTLS | None = None,  # None: plain HTTP
         metrics_auth: MetricsAuth | None = None,  # None: anyone may scrape
+        # More GET routes beside /metrics, behind its authentication (the runs API, say).
+        metrics_routes: Sequence[tuple[str, Handler]] = (),
     ) -> None:
         self._metrics_at = parse_bind_address(metrics_address)
         self._probes_at = parse_bind_address(probe_address)
@@ -145,6 +149,7 @@ class Endpoints:
         self._ready = ready
         self._metrics_tls = metrics_tls
         self._metrics_auth = metrics_auth
+        self._metrics_routes = list(metrics_routes)
         self._runners: list[web.AppRunner] = []
         self._reloading: asyncio.Task[None] | None = None
 
@@ -166,6 +171,8 @@ class Endpoints:
             auth = self._metrics_auth
             app = web.Application(middlewares=[auth.middleware] if auth else [])
             app.router.add_get("/metrics", self._metrics)
+            for path, handler in self._metrics_routes:
+                app.router.add_get(path, handler)
             await self._serve(app, self._metrics_at, "metrics", tls=self._metrics_tls)
             if self._metrics_tls is not None and self._metrics_tls.files is not None:
                 self._reloading = asyncio.create_task(self._reload(self._metrics_tls))

@@ -17,12 +17,19 @@ The answer is one of three:
   status and as an Event) and not retried: retrying cannot help until the object changes.
 
 Queueing, de-duplication, one run per key at a time, backoff and timers live in the controller.
+
+Why a reconcile runs (``core.triggers``) is not part of the request: it changes nothing a run
+does. It travels beside the call, in ``TRIGGER`` (a context variable, as the log's object
+fields do), for the run's record; a ``Result`` may say why it asks for the next run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+from ansible_operator.core import triggers
 
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
 
@@ -32,6 +39,12 @@ class Result:
     """What a successful reconcile asks for: a re-run after ``requeue_after`` seconds, or none."""
 
     requeue_after: float | None = None
+    # Why the re-run is asked for, for its record; not part of the answer's meaning.
+    reason: triggers.Trigger | None = field(default=None, compare=False)
+
+
+# What woke the reconcile running in this context (set by the controller around each call).
+TRIGGER: ContextVar[triggers.Trigger] = ContextVar("trigger", default=triggers.NONE_KNOWN)
 
 
 class ReconcileError(Exception):

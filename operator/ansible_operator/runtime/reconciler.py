@@ -28,6 +28,7 @@ from ansible_operator.core import (
     object_var_name,
     reconcile_period,
     reserved_vars,
+    triggers,
 )
 from ansible_operator.kube import Api, ApiError, ResourceInfo, Unreachable
 from ansible_operator.runner import RunnerError, RunResult
@@ -135,10 +136,14 @@ class Reconciler:
         if was_failing:
             await self.events.recovered(live)
         if not deleting and live["metadata"].get("deletionTimestamp"):
-            return Result(requeue_after=DELETED_DURING_RUN_REQUEUE)
+            deleted = triggers.Trigger(triggers.DELETED, "marked for deletion during the run")
+            return Result(requeue_after=DELETED_DURING_RUN_REQUEUE, reason=deleted)
         if result.outcome.requeue_after is not None:
-            return Result(requeue_after=result.outcome.requeue_after)
-        return Result(requeue_after=period)
+            requeue = result.outcome.requeue_after
+            return Result(requeue_after=requeue, reason=triggers.requeue(requeue))
+        if period is None:
+            return Result()
+        return Result(requeue_after=period, reason=triggers.periodic(period))
 
     async def _refuse_reserved_variables(self, obj: dict[str, Any], status: StatusWriter) -> None:
         """No run for a spec that would set Ansible's own variables: a Failure and a Warning

@@ -28,6 +28,7 @@ from ansible_operator.core import (
     Watch,
     objects,
     related_event,
+    triggers,
 )
 from ansible_operator.kube import Discovery, Informer, KubeClient
 
@@ -39,7 +40,7 @@ class Owner:
     """A watch with related resources, how to ask for a reconcile, and what it knows of its CRs."""
 
     watch: Watch
-    enqueue: Callable[[Key], None]
+    enqueue: Callable[[Key, triggers.Trigger], None]
     index: CRIndex
 
 
@@ -69,7 +70,7 @@ class RelatedWatches:
             else None
         )
 
-    def add_owner(self, watch: Watch, enqueue: Callable[[Key], None]) -> None:
+    def add_owner(self, watch: Watch, enqueue: Callable[[Key, triggers.Trigger], None]) -> None:
         """Changes to ``watch``'s related resources reconcile its CRs through ``enqueue``."""
         if watch.related:
             self.owners[watch.gvk] = Owner(watch, enqueue, CRIndex(watch))
@@ -140,8 +141,8 @@ class RelatedWatches:
         obj: Mapping[str, Any],
         keys: frozenset[Key],
     ) -> None:
-        # The reason a run starts, said here until runs keep a record of their own.
         namespace, name = objects.key(obj)
+        why = triggers.related(event_type, obj, related.gvk.api_version, related.gvk.kind)
         for key in sorted(keys):
             log.debug(
                 "Related object changed, reconciling",
@@ -155,4 +156,4 @@ class RelatedWatches:
             )
             if self._triggers is not None:
                 self._triggers.labels(GVK=str(owner.watch.gvk), related=str(related.gvk)).inc()
-            owner.enqueue(key)
+            owner.enqueue(key, why)

@@ -42,6 +42,8 @@ from ansible_operator.runner import (
 )
 from ansible_operator.runtime.flags import RunSettings
 from ansible_operator.runtime.metrics import OperatorMetrics
+from ansible_operator.runtime.reconcile import TRIGGER
+from ansible_operator.runtime.runs import RunHistory
 
 log = logging.getLogger("reconciler")
 runner_log = logging.getLogger("runner")
@@ -70,6 +72,7 @@ class RunSession:
         metrics: OperatorMetrics | None = None,
         runner_base: Path = DEFAULT_BASE_DIR,
         extra_env: Callable[[], Mapping[str, str]] = dict,
+        history: RunHistory | None = None,  # None: runs are not recorded
     ) -> None:
         self.watch = watch
         self.runner = runner
@@ -78,6 +81,7 @@ class RunSession:
         self.metrics = metrics
         self.runner_base = runner_base
         self._extra_env = extra_env  # read at each run: e.g. the user metrics URL, once bound
+        self.history = history if history is not None and history.enabled else None
         self._log_events = LogEventsMode.parse(settings.logging.ansible_log_events)
 
     async def run(self, obj: dict[str, Any], *, finalizing: bool) -> RunResult:
@@ -134,7 +138,7 @@ class RunSession:
                     annotations, self.settings.environ.get("ANSIBLE_VERBOSITY")
                 ),
             )
-            result = await self.runner.run(request, on_event=event_logger)
+            result = await self._recorded(request, event_logger, obj, finalizing=finalizing)
             if self.metrics is not None:
                 self.metrics.observe_run(str(gvk), result.duration, result.ok)
         finally:
@@ -144,9 +148,49 @@ class RunSession:
         self._log_result(result, ident=ident, namespace=namespace, name=name)
         return result
 
+    async def _recorded(
+        self,
+        request: RunRequest,
+        event_logger: EventLogger,
+        obj: dict[str, Any],
+        *,
+        finalizing: bool,
+    ) -> RunResult:
+        """The run, with its record (``runs``) when runs are recorded."""
+        if self.history is None:
+            return await self.runner.run(request, on_event=event_logger)
+        record = self.history.begin(
+            gvk=self.watch.gvk,
+            obj=obj,
+            input_dir=request.private_data_dir,
+            ident=request.ident,
+            trigger=TRIGGER.get(),
+            finalizing=finalizing,
+            ansible=request.playbook or request.role or "",
+        )
+
+        def on_event(event: dict[str, Any]) -> None:
+            event_logger(event)
+            record.timeline.feed(event)
+
+        result = None
+        outcome = "Interrupted"  # unless the run ends or fails: cancelled by a stop
+        try:
+            result = await self.runner.run(request, on_event=on_event)
+            outcome = "Succeeded" if result.ok else "Failed"
+            return result
+        except Exception as err:
+            outcome = "Failed"
+            record.message = str(err)
+            raise
+        finally:
+            self.history.finish(record, result, outcome=outcome)
+
     def forget(self, namespace: str, name: str) -> None:
-        """The object is gone: its runner input dir and artifacts go with it."""
+        """The object is gone: its runner input dir, artifacts and run records go with it."""
         remove_input_dir(self._input_dir(namespace, name), base=self.runner_base)
+        if self.history is not None:
+            self.history.forget(self.watch.gvk, namespace, name)
 
     def _input_dir(self, namespace: str, name: str) -> Path:
         gvk = self.watch.gvk

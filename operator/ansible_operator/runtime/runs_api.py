@@ -1,0 +1,70 @@
+"""The runs API: the run records (``runs``) as JSON, on the metrics endpoint and behind its
+authentication and authorization (``--metrics-require-rbac``: a token the API server accepts,
+allowed ``get`` on the path as a non-resource URL, as ``/metrics``).
+
+    GET /runs                                         each kind's CRs with their last run
+    GET /runs/{group}/{version}/{kind}                the kind's runs, newest first
+    GET /runs/{group}/{version}/{kind}/{ns}/{name}    one CR's runs ("_" for no namespace)
+    GET /runs/{group}/{version}/{kind}/{ns}/{name}/{id}   one run, with its tasks and output
+
+Every answer says which replica it comes from: each replica keeps the records of the runs it
+ran, and a client that wants them all asks each replica.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from ansible_operator.runtime.runs import RunHistory
+
+Route = tuple[str, Callable[[web.Request], Awaitable[web.StreamResponse]]]
+NO_NAMESPACE = "_"
+
+
+def routes(history: RunHistory) -> list[Route]:
+    """The GET routes of the API, for the metrics server's application."""
+
+    async def kinds(_: web.Request) -> web.Response:
+        return _json({"replica": history.replica, "kinds": history.kinds()})
+
+    async def of_kind(request: web.Request) -> web.Response:
+        found = history.runs(*_gvk(request))
+        return _json({"replica": history.replica, "runs": found})
+
+    async def of_resource(request: web.Request) -> web.Response:
+        found = history.runs(*_gvk(request), *_where(request))
+        return _json({"replica": history.replica, "runs": found})
+
+    async def one(request: web.Request) -> web.Response:
+        record = history.record(*_gvk(request), *_where(request), request.match_info["id"])
+        if record is None:
+            return _json({"error": "no such run on this replica"}, status=404)
+        return _json(record)
+
+    base = "/runs/{group}/{version}/{kind}"
+    return [
+        ("/runs", kinds),
+        (base, of_kind),
+        (base + "/{namespace}/{name}", of_resource),
+        (base + "/{namespace}/{name}/{id}", one),
+    ]
+
+
+def _gvk(request: web.Request) -> tuple[str, str, str]:
+    match = request.match_info
+    return match["group"], match["version"], match["kind"]
+
+
+def _where(request: web.Request) -> tuple[str, str]:
+    namespace = request.match_info["namespace"]
+    return ("" if namespace == NO_NAMESPACE else namespace), request.match_info["name"]
+
+
+def _json(body: Any, *, status: int = 200) -> web.Response:
+    return web.Response(
+        status=status, text=json.dumps(body, separators=(",", ":")), content_type="application/json"
+    )
