@@ -81,7 +81,7 @@ def test_rbac_rules_for_the_kind(watch):
 
 
 def test_no_wildcards_and_secrets_only_for_prometheus():
-    """Secrets in one rule only, the prometheus role's (its rendered configuration), which says so."""
+    """Secrets in one rule only: the prometheus role's rendered configuration, which it says."""
     text = (REPO / "config/rbac/role.yaml").read_text()
     for rule in rules():
         assert "*" not in rule["verbs"] and "*" not in rule["resources"], rule
