@@ -25,6 +25,11 @@ def parse_time(text: str) -> datetime:
     return value
 
 
+def format_time(text: str) -> str:
+    """An RFC 3339 time to the second, in UTC: ``2026-11-26 21:40:01Z``."""
+    return parse_time(text).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
 @dataclass(frozen=True)
 class Bar:
     """One task on the run's span: ``start`` and ``width`` are fractions of it (0 to 1)."""

@@ -17,7 +17,7 @@ import contextlib
 import json
 import sys
 from collections.abc import AsyncIterator, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -147,10 +147,6 @@ COLUMNS = (
 )
 
 
-def _when(text: str) -> str:
-    return timeline_layout.parse_time(text).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
 def _cr(run: dict[str, Any]) -> str:
     where = f"{run['namespace']}/" if run.get("namespace") else ""
     return f"{run['kind']} {where}{run['name']}"
@@ -177,7 +173,7 @@ def render_list(runs: Sequence[dict[str, Any]]) -> str:
         counts = run.get("counts") or {}
         rows.append(
             [
-                _when(run["started"]),
+                timeline_layout.format_time(run["started"]),
                 str(run.get("replica") or "-"),
                 _cr(run),
                 trigger_text(run.get("trigger")),
@@ -241,7 +237,7 @@ def render_run(record: dict[str, Any], now: datetime | None = None) -> str:
         f"{_cr(record)}  run {record['id']}  replica {record.get('replica') or '-'}",
         f"trigger   {trigger_text(trigger)}"
         + (f": {trigger['message']}" if trigger.get("message") else ""),
-        f"started   {_when(record['started'])}  "
+        f"started   {timeline_layout.format_time(record['started'])}  "
         + (
             f"duration {timeline_layout.format_seconds(record.get('duration'))}"
             if record.get("ended")

@@ -68,8 +68,8 @@ def _refusal(where: str, status: int, text: str, path: str, via_proxy: bool) -> 
         )
     if status == 403:
         return RunsError(
-            f"{where} refused: {text}: GET {path} needs the rule of the metrics-reader "
-            "ClusterRole (config/rbac/metrics_reader_role.yaml) bound to you"
+            f"{where} refused: {text}: GET {path} needs the runs-reader ClusterRole "
+            "(config/rbac/runs_reader_role.yaml) bound to you"
         )
     return RunsError(f"{where}: GET {path}: {status} {text}")
 
@@ -298,7 +298,9 @@ async def summaries(replicas: Sequence[Replica], paths: Iterable[str]) -> list[d
             return []
 
     asked = [ask(replica, path) for path in paths for replica in replicas]
-    return newest_first(run for runs in await asyncio.gather(*asked) for run in runs)
+    # Each run once: replicas sharing a disk (two on one machine) each read its record.
+    unique = {run["id"]: run for runs in await asyncio.gather(*asked) for run in runs}
+    return newest_first(unique.values())
 
 
 async def record(

@@ -6,6 +6,7 @@ allowed ``get`` on the path as a non-resource URL, as ``/metrics``).
     GET /runs/{group}/{version}/{kind}                the kind's runs, newest first
     GET /runs/{group}/{version}/{kind}/{ns}/{name}    one CR's runs ("_" for no namespace)
     GET /runs/{group}/{version}/{kind}/{ns}/{name}/{id}   one run, with its tasks and output
+    GET /runs/ui                                      the same as a web page (``runs_page``)
 
 Every answer says which replica it comes from: each replica keeps the records of the runs it
 ran, and a client that wants them all asks each replica.
@@ -19,6 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ansible_operator.runtime import runs_page
 from ansible_operator.runtime.runs import RunHistory
 
 Route = tuple[str, Callable[[web.Request], Awaitable[web.StreamResponse]]]
@@ -51,6 +53,7 @@ def routes(history: RunHistory) -> list[Route]:
         (base, of_kind),
         (base + "/{namespace}/{name}", of_resource),
         (base + "/{namespace}/{name}/{id}", one),
+        *runs_page.routes(history),
     ]
 
 

@@ -1,0 +1,419 @@
+"""The run records' consumers against a real operator on the local cluster (issue 26, item 2):
+``ansible-operator runs`` (list, show, --output json, --follow) at the operator's URL and
+through the API server's Pod proxy with two replicas merged, what works with
+``--metrics-require-rbac``, and the runs page in headless Chromium (Debian's ``chromium`` and
+``chromium-driver``, driven by Selenium), a screenshot of each view kept in
+``build/test-artifacts/runs-page/``.
+
+The operators run on this machine, not in Pods: kwok plays the kubelet. A Pod object labelled
+as config/manager labels the operator's, its status's IP set to this machine's address, stands
+for each, so the API server's Pod proxy really reaches the operator's metrics port.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client
+
+from ansible_operator.devcluster.processes import free_ports
+
+from .cluster import fresh_namespace
+from .crds import GROUP, VERSION, install_crds, kind_crd
+from .operators import Operator
+from .resources import new_cr, wait_condition
+from .waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+KIND, PLURAL = "Stepper", "steppers"
+CLI = Path(sys.executable).parent / "ansible-operator"
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "build" / "test-artifacts" / "runs-page"
+FAILED_MESSAGE = "port 11211 is taken"
+RED = "rgb(211, 47, 47)"  # .bar.failed in runtime/runs_page.html.j2
+
+
+@pytest.fixture(scope="module")
+def steppers(cluster) -> None:
+    with cluster.api_client() as api_client:
+        install_crds(api_client, [kind_crd(KIND)])
+
+
+def runs(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(CLI), "runs", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def runs_json(*args: str) -> dict:
+    done = runs(*args, "--output", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def host_address() -> str:
+    """This machine's address that is not loopback: the API server proxies to no loopback
+    Pod IP ("address not allowed")."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("192.0.2.1", 9))  # no packet is sent: only the route is looked up
+        address = probe.getsockname()[0]
+    assert not address.startswith("127."), "this machine needs a non-loopback IPv4 address"
+    return address
+
+
+def start(operator: Operator, *args: str, bind: str = "127.0.0.1") -> str:
+    """Start ``operator`` running the stepper role for Steppers; its metrics server's URL."""
+    metrics_port, probe_port = free_ports(2)
+    operator.write_watches([{"kind": KIND, "role": "stepper"}])
+    operator.start(
+        f"--metrics-bind-address={bind}:{metrics_port}",
+        f"--health-probe-bind-address=127.0.0.1:{probe_port}",
+        *args,
+    )
+    scheme = "https" if "--metrics-secure" in args else "http"
+    return f"{scheme}://127.0.0.1:{metrics_port}"
+
+
+def make_stepper(crs, namespace: str, name: str, **spec) -> None:
+    body = new_cr(KIND, name, {"seconds": 0.5, "broken": False, "portNumber": 11211, **spec})
+    crs.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+
+
+def failed_then_fixed(crs, namespace: str, url: str, name: str = "web") -> list[dict]:
+    """A Stepper whose first run fails, then (its spec mended) one that succeeds; its runs,
+    newest first."""
+    make_stepper(crs, namespace, name, broken=True)
+    of_it = ["--url", url, f"{KIND}/{name}", "-n", namespace]
+
+    def failed() -> bool:
+        listed = runs(*of_it, "-o", "json")
+        return listed.returncode == 0 and any(
+            run["outcome"] == "Failed" for run in json.loads(listed.stdout)["runs"]
+        )
+
+    wait_until(failed, what=f"a failed run of {name}", timeout=180)
+    crs.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, name, {"spec": {"broken": False}}
+    )
+    wait_condition(crs, namespace, KIND, name, "Successful")
+
+    def ended() -> list[dict] | None:
+        found = runs_json(*of_it)["runs"]
+        return found if found and found[0]["outcome"] != "Running" else None
+
+    return wait_until(ended, what=f"the last run of {name} to end")
+
+
+def api(url: str, path: str) -> dict:
+    with urllib.request.urlopen(url + path, timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+# -- the command at the operator's URL --------------------------------------------------------
+
+
+def test_runs_lists_and_shows_runs(operator, crs, namespace, steppers):
+    url = start(operator)
+    history = failed_then_fixed(crs, namespace, url)
+    newest, oldest = history[0], history[-1]
+    assert newest["outcome"] == "Succeeded"
+    assert (oldest["outcome"], oldest["trigger"]["reason"]) == ("Failed", "Created")
+    mended = [run for run in history if run["trigger"]["reason"] == "SpecChanged"]
+    assert [run["outcome"] for run in mended] == ["Succeeded"]
+    failed_id = oldest["id"]
+
+    listed = runs("--url", url, "-n", namespace)  # other tests' CRs are elsewhere
+    assert listed.returncode == 0, listed.stderr
+    header, *lines = listed.stdout.splitlines()
+    assert header.split()[:3] == ["STARTED", "REPLICA", "CR"]
+    assert len(lines) == len(history)
+    assert [line.split()[-1] for line in lines] == [run["id"] for run in history]
+    assert all(f"{KIND} {namespace}/web" in line for line in lines)
+    assert "Succeeded" in lines[0]
+    assert "  Created  " in lines[-1] and "  Failed  " in lines[-1]
+    spec_changed = lines[history.index(mended[0])]
+    assert "  SpecChanged  " in spec_changed and "  Succeeded  " in spec_changed
+    assert all(f"  {run['replica']}  " in line for line, run in zip(lines, history, strict=True))
+
+    shown = runs("--url", url, "show", f"{KIND}/web", failed_id[:12], "-n", namespace)
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout.splitlines()
+    assert text[0] == f"{KIND} {namespace}/web  run {failed_id}  replica {oldest['replica']}"
+    assert f"outcome   Failed: {FAILED_MESSAGE}" in text
+    bars = [line for line in text if "█" in line]
+    names = [line[2 + 40 :].split(maxsplit=2)[2] for line in bars]  # after the 40-column bar
+    assert names == ["Read the spec", "Take a while", "Check the port"]
+    offsets = [len(line[2:]) - len(line[2:].lstrip()) for line in bars]
+    assert offsets == sorted(offsets) and offsets[2] > offsets[0]  # placed by their start
+    assert bars[2].startswith("✗") and not bars[0].startswith("✗")
+    assert text[text.index(bars[2]) + 1].strip() == FAILED_MESSAGE
+
+    record = runs_json("--url", url, "show", f"{KIND}/web", failed_id, "-n", namespace)
+    group_version_kind = f"/runs/{GROUP}/{VERSION}/{KIND}/{namespace}/web/{failed_id}"
+    assert record == api(url, group_version_kind)
+    statuses = [(task["name"], task["status"]) for task in record["tasks"]]
+    assert statuses == [
+        ("Read the spec", "ok"),
+        ("Take a while", "changed"),
+        ("Check the port", "failed"),
+    ]
+    newest_shown = runs_json("--url", url, "show", f"{KIND}/web", "-n", namespace)
+    assert newest_shown["id"] == newest["id"] and newest_shown["outcome"] == "Succeeded"
+
+    missing = runs("--url", url, "show", f"{KIND}/nobody", "-n", namespace)
+    assert missing.returncode == 1
+    assert missing.stderr == (
+        f"ansible-operator runs: no run records of 'nobody' in namespace {namespace}\n"
+    )
+
+
+def test_runs_follows_a_running_run(operator, crs, namespace, steppers):
+    url = start(operator)
+    make_stepper(crs, namespace, "slow", seconds=8)
+
+    def running_a_while() -> bool:
+        listed = runs("--url", url, f"{KIND}/slow", "-n", namespace, "-o", "json")
+        if listed.returncode != 0:
+            return False
+        found = json.loads(listed.stdout)["runs"]
+        return bool(found) and found[0]["outcome"] == "Running"
+
+    wait_until(running_a_while, what="the slow run to start", timeout=180, every=0.2)
+    followed = runs("--url", url, "show", f"{KIND}/slow", "-n", namespace, "--follow")
+    assert followed.returncode == 0, followed.stderr
+    renders = followed.stdout.split(f"{KIND} {namespace}/slow  run ")
+    assert len(renders) >= 3  # "" before the first, then one drawing per change
+    assert "running for" in renders[1]
+    assert "outcome   Running" in renders[1]
+    assert "outcome   Succeeded" in renders[-1]
+    bars = [line for line in renders[-1].splitlines() if "█" in line]
+    assert len(bars) == 4 and not any(line.startswith("✗") for line in bars)
+
+
+# -- through the API server -------------------------------------------------------------------
+
+
+def operator_pod(core, namespace: str, name: str, port: int, args: list[str]) -> None:
+    """A Pod object standing for an operator replica on this machine (see the docstring)."""
+    pod = {
+        "metadata": {"name": name, "labels": {"control-plane": "controller-manager"}},
+        "spec": {
+            "containers": [
+                {
+                    "name": "manager",
+                    "image": "controller:latest",
+                    "args": args,
+                    "ports": [{"name": "metrics", "containerPort": port}],
+                }
+            ],
+        },
+    }
+    core.create_namespaced_pod(namespace, pod)
+    wait_until(
+        lambda: core.read_namespaced_pod(name, namespace).status.phase == "Running",
+        what=f"Pod {name} Running",
+    )
+    address = host_address()
+    core.patch_namespaced_pod_status(
+        name,
+        namespace,
+        [
+            {"op": "replace", "path": "/status/podIP", "value": address},
+            {"op": "replace", "path": "/status/podIPs", "value": [{"ip": address}]},
+        ],
+    )
+
+
+def test_runs_of_every_replica_through_the_api_server(
+    operator, cluster, crs, core, namespace, steppers, tmp_path
+):
+    url_a = start(operator, bind="0.0.0.0")
+    with fresh_namespace(cluster) as other:
+        second = Operator(tmp_path / "second", cluster.kubeconfig, [other])
+        (tmp_path / "second").mkdir()
+        try:
+            url_b = start(second, bind="0.0.0.0")
+            make_stepper(crs, namespace, "alpha")
+            make_stepper(crs, other, "beta")
+            wait_condition(crs, namespace, KIND, "alpha", "Successful")
+            wait_condition(crs, other, KIND, "beta", "Successful")
+            for url, port_of in ((url_a, "op-a"), (url_b, "op-b")):
+                operator_pod(core, namespace, port_of, int(url.rsplit(":", 1)[1]), [])
+            kubeconfig = ["--kubeconfig", str(cluster.kubeconfig)]
+            where = [*kubeconfig, "--operator-namespace", namespace]
+
+            ours = {namespace, other}  # the runs of other tests' CRs are elsewhere
+            merged = [run for run in runs_json(*where)["runs"] if run["namespace"] in ours]
+            each = [
+                run["id"]
+                for url in (url_a, url_b)
+                for run in runs_json("--url", url)["runs"]
+                if run["namespace"] in ours
+            ]
+            ids = [run["id"] for run in merged]
+            assert len(ids) == len(set(ids)) and set(ids) == set(each)  # each run once
+            assert {(run["namespace"], run["name"]) for run in merged} == {
+                (namespace, "alpha"),
+                (other, "beta"),
+            }
+            assert [run["started"] for run in merged] == sorted(
+                (run["started"] for run in merged), reverse=True
+            )
+            listed = runs(*where, KIND)
+            assert listed.returncode == 0, listed.stderr
+            assert f"{namespace}/alpha" in listed.stdout and f"{other}/beta" in listed.stdout
+            shown = runs(*where, "show", f"{KIND}/beta", "-n", other)
+            assert shown.returncode == 0, shown.stderr
+            assert shown.stdout.startswith(f"{KIND} {other}/beta  run ")
+
+            nowhere = runs(*kubeconfig, "--operator-namespace", other)
+            assert nowhere.returncode == 1
+            assert nowhere.stderr.startswith(
+                "ansible-operator runs: no operator Pod labelled control-plane=controller-manager "
+                f"in namespace {other}"
+            )
+        finally:
+            second.stop()
+
+
+@pytest.fixture
+def readers(cluster, namespace):
+    """Tokens of a ServiceAccount bound to config/rbac's runs-reader, and of one that is not."""
+    with cluster.api_client() as api_client:
+        core, rbac = client.CoreV1Api(api_client), client.RbacAuthorizationV1Api(api_client)
+        tokens = []
+        for name in ("reader", "stranger"):
+            core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+            request = core.create_namespaced_service_account_token(
+                name, namespace, {"spec": {"expirationSeconds": 3600}}
+            )
+            tokens.append(request.status.token)
+        role = yaml.safe_load((REPO / "config/rbac/runs_reader_role.yaml").read_text())
+        role["metadata"]["name"] = f"runs-reader-{uuid.uuid4().hex[:8]}"
+        rbac.create_cluster_role(role)
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": role["metadata"]["name"]},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": role["metadata"]["name"],
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
+            }
+        )
+        try:
+            yield tokens[0], tokens[1]
+        finally:
+            rbac.delete_cluster_role_binding(role["metadata"]["name"])
+            rbac.delete_cluster_role(role["metadata"]["name"])
+
+
+def test_runs_with_metrics_require_rbac(operator, cluster, crs, core, namespace, steppers, readers):
+    reader, stranger = readers
+    secure = ["--metrics-secure", "--metrics-require-rbac"]
+    url = start(operator, *secure, bind="0.0.0.0")
+    make_stepper(crs, namespace, "guarded")
+    wait_condition(crs, namespace, KIND, "guarded", "Successful")
+
+    # The API server keeps the user's credentials to itself: the operator sees none.
+    operator_pod(core, namespace, "op-secure", int(url.rsplit(":", 1)[1]), secure)
+    proxied = runs("--kubeconfig", str(cluster.kubeconfig), "--operator-namespace", namespace)
+    assert proxied.returncode == 1
+    assert proxied.stderr == (
+        "ansible-operator runs: the operator's Pod op-secure requires a bearer token "
+        "(--metrics-require-rbac), which the API server's Pod proxy does not pass on: kubectl "
+        "port-forward the Pod's metrics port, then `ansible-operator runs --url "
+        "https://127.0.0.1:PORT --token ... --insecure-skip-tls-verify` (docs/runs.md)\n"
+    )
+
+    direct = ["--url", url, "--insecure-skip-tls-verify"]
+    refused = runs(*direct)
+    assert refused.returncode == 1
+    assert "requires a bearer token that the API server accepts" in refused.stderr
+    denied = runs(*direct, "--token", stranger)
+    assert denied.returncode == 1
+    assert denied.stderr.startswith(
+        f"ansible-operator runs: {url} refused: Authorization denied for user "
+        f"system:serviceaccount:{namespace}:stranger: GET /runs needs"
+    )
+    allowed = runs(*direct, "--token", reader, "show", f"{KIND}/guarded", "-n", namespace)
+    assert allowed.returncode == 0, allowed.stderr
+    assert "outcome   Succeeded" in allowed.stdout
+
+
+# -- the page, in a real browser --------------------------------------------------------------
+
+
+@pytest.fixture
+def browser():
+    """Headless Chromium from Debian's packages, driven by its chromedriver."""
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    assert chromium and driver, (
+        "the runs page is tested in Debian's Chromium: apt-get install chromium chromium-driver "
+        "(.ci/run does)"
+    )
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = chromium
+    for argument in ("--headless=new", "--no-sandbox", "--window-size=1280,900"):
+        options.add_argument(argument)
+    session = webdriver.Chrome(service=Service(executable_path=driver), options=options)
+    try:
+        yield session
+    finally:
+        session.quit()
+
+
+def test_the_runs_page_in_chromium(operator, crs, namespace, steppers, browser):
+    from selenium.webdriver.common.by import By
+
+    url = start(operator)
+    history = failed_then_fixed(crs, namespace, url)
+    failed = history[-1]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    browser.get(f"{url}/runs/ui")
+    rows = [  # the CRs of other tests' operators are on this machine's disk too
+        row
+        for row in browser.find_elements(By.CSS_SELECTOR, "table.kind tr.resource")
+        if row.text.startswith(f"{namespace}/")
+    ]
+    assert [row.text.split()[:2] for row in rows] == [[f"{namespace}/web", "Succeeded"]]
+    assert any(h2.text.startswith(KIND) for h2 in browser.find_elements(By.TAG_NAME, "h2"))
+    browser.save_screenshot(str(ARTIFACTS / "kinds.png"))
+
+    rows[0].find_element(By.TAG_NAME, "a").click()
+    runs_rows = browser.find_elements(By.CSS_SELECTOR, "table.runs tr.run")
+    assert [row.text.split()[-1] for row in runs_rows] == [run["id"] for run in history]
+    browser.save_screenshot(str(ARTIFACTS / "cr.png"))
+
+    runs_rows[-1].find_element(By.LINK_TEXT, failed["id"]).click()
+    bars = browser.find_elements(By.CSS_SELECTOR, "svg.timeline rect.bar")
+    assert [bar.get_attribute("class") for bar in bars] == ["bar ok", "bar changed", "bar failed"]
+    assert [bar.value_of_css_property("fill") for bar in bars].count(RED) == 1
+    assert bars[2].value_of_css_property("fill") == RED
+    places = [bar.rect for bar in bars]
+    assert places[0]["x"] < places[1]["x"] < places[2]["x"]  # placed by their start
+    assert places[1]["width"] > places[0]["width"]  # "Take a while" took longest
+    message = browser.find_element(By.CSS_SELECTOR, "pre.failed-message")
+    assert message.text == FAILED_MESSAGE
+    assert message.rect["y"] > browser.find_element(By.CSS_SELECTOR, "svg.timeline").rect["y"]
+    assert FAILED_MESSAGE in browser.find_element(By.CSS_SELECTOR, "pre.output").text
+    shot = ARTIFACTS / "run.png"
+    browser.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+    print(f"screenshots of the runs page: {ARTIFACTS}")
