@@ -3,8 +3,8 @@ label selectors, ownership, cross-kind watches (related resources), CR annotatio
 leader election and conversion between a kind's versions. Imports only ``gocompat``.
 
 Other layers use the names below. ``annotations``, ``conditions``, ``conversion``,
-``objects``, ``predicates``, ``reserved_vars`` and ``triggers`` are namespaces
-(``conditions.mark_running``), their names being read best with the module's.
+``objects``, ``predicates``, ``reserved_vars``, ``timeline_layout`` and ``triggers`` are
+namespaces (``conditions.mark_running``), their names being read best with the module's.
 """
 
 from ansible_operator.core import (
@@ -14,6 +14,7 @@ from ansible_operator.core import (
     objects,
     predicates,
     reserved_vars,
+    timeline_layout,
     triggers,
 )
 from ansible_operator.core.annotations import (
@@ -117,6 +118,7 @@ __all__ = [
     "reconcile_period",
     "related_event",
     "reserved_vars",
+    "timeline_layout",
     "to_camel",
     "triggers",
     "verbosity",

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_operator.core import objects
+from ansible_operator.core import changes, objects
 
 CREATED = "Created"  # first seen: created, or found by a list with no settled status
 RESYNC = "Resync"  # first seen already Successful at its generation: the list after a restart
@@ -59,12 +59,14 @@ class Trigger:
     reason: str
     message: str
     object: ObjectRef | None = None  # the other object that caused it, if any
+    fields: tuple[str, ...] = ()  # what changed in it (core.changes paths), when known
 
     def to_json(self) -> dict[str, Any]:
         return {
             "reason": self.reason,
             "message": self.message,
             "object": self.object.to_json() if self.object else None,
+            "fields": list(self.fields),
         }
 
 
@@ -95,9 +97,17 @@ def of_event(
     return Trigger(CHANGED, f"{' and '.join(changed) or 'content'} changed")
 
 
-def dependent(event: str, obj: Mapping[str, Any], api_version: str, kind: str) -> Trigger:
+def dependent(
+    event: str,
+    obj: Mapping[str, Any],
+    api_version: str,
+    kind: str,
+    fields: tuple[str, ...] = (),
+) -> Trigger:
+    """An owned object's event re-ran its owner; ``fields``: what changed in an update."""
     ref = ObjectRef.of(obj, api_version, kind)
-    return Trigger(DEPENDENT_CHANGED, f"{ref} (owned): {event.lower()}", ref)
+    what = f" {changes.describe(fields)}" if fields else ""
+    return Trigger(DEPENDENT_CHANGED, f"{ref} (owned): {event.lower()}{what}", ref, fields)
 
 
 def related(event: str, obj: Mapping[str, Any], api_version: str, kind: str) -> Trigger:

@@ -4,12 +4,14 @@ A kind is watched once the proxy has seen a run write (or read back) an object o
 that carries a mark of the run's owner kind, so only written kinds are ever watched, and a kind
 is watched once for every owner watch that needs it. Each watch is an informer
 (``kube/informer.py``, as for the primary kinds) whose handler keeps, per object it maps to an
-owner, a 16-byte digest of what operator-lib's DependentPredicate compares and the owners'
-keys, never the object itself (full objects are watched, not their metadata alone: the digest
-covers a ConfigMap's data, which no metadata shows); objects nobody owns leave nothing
-behind. After a restart the watches come back twice over: ``recover()`` scans the served kinds
-once for objects marked by a watched owner kind, and the proxy re-registers a kind whenever a
-run reads an owned object of it (upstream's recoverDependentWatches).
+owner, the hashes of the fields of what operator-lib's DependentPredicate compares
+(``core.changes``: enough to decide whether an update counts, and to name the fields that
+changed in the run's trigger) and the owners' keys, never the object itself (full objects are
+watched, not their metadata alone: the fields cover a ConfigMap's data, which no metadata
+shows); objects nobody owns leave nothing behind. After a restart the watches come back twice
+over: ``recover()`` scans the served kinds once for objects marked by a watched owner kind, and
+the proxy re-registers a kind whenever a run reads an owned object of it (upstream's
+recoverDependentWatches).
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ansible_operator.core import (
     GVK,
     Key,
     Watch,
-    fingerprint,
+    changes,
     objects,
     owned_by_annotation,
     owned_by_reference,
@@ -69,8 +71,16 @@ class Subscription:
 class Entry:
     """What a watch remembers about one owned object: enough to compare and to find owners."""
 
-    digest: bytes
+    fields: changes.Fields
     owners: frozenset[OwnerRef]
+
+
+class Change(NamedTuple):
+    """What an event asks for: the owners to reconcile, and the fields that changed (an update
+    of an object already remembered; () otherwise)."""
+
+    owners: frozenset[OwnerRef]
+    fields: tuple[str, ...] = ()
 
 
 @dataclass
@@ -112,10 +122,10 @@ def apply_event(
     event_type: str,
     obj: Mapping[str, Any],
     owners_of: Callable[[Mapping[str, Any]], frozenset[OwnerRef]],
-) -> frozenset[OwnerRef]:
-    """Update ``state`` with one event and return the owners to reconcile.
+) -> Change:
+    """Update ``state`` with one event and return the owners to reconcile and what changed.
 
-    DependentPredicate: creates never pass, deletes always do, updates pass when the digest
+    DependentPredicate: creates never pass, deletes always do, updates pass when the fields
     changed; an update of an object held no state for (it has just become owned) passes too.
     The owners of both the old and the new object are returned, as controller-runtime's owner
     handler does. A relist's changes come as these events too (``kube/informer.py``).
@@ -125,17 +135,20 @@ def apply_event(
     owners = owners_of(obj)
     if event_type == "DELETED":
         state.pop(key, None)
-        return owners | (old.owners if old else frozenset())
-    digest = fingerprint(obj) if owners or old is not None else b""
+        return Change(owners | (old.owners if old else frozenset()))
+    if not owners and old is None:
+        return Change(frozenset())
+    fields = changes.fields_of(obj)
     if owners:
-        state[key] = Entry(digest, owners)
+        state[key] = Entry(fields, owners)
     else:
         state.pop(key, None)
     if old is None:
-        return owners if event_type == "MODIFIED" else frozenset()
-    if old.digest == digest:
-        return frozenset()
-    return old.owners | owners
+        return Change(owners if event_type == "MODIFIED" else frozenset())
+    changed = changes.changed(old.fields, fields)
+    if not changed:
+        return Change(frozenset())
+    return Change(old.owners | owners, changed)
 
 
 class DependentWatches:
@@ -269,12 +282,13 @@ class DependentWatches:
     def _enqueue(
         self,
         kind: KindWatch,
-        owners: frozenset[OwnerRef],
+        change: Change,
         event_type: str,
         obj: Mapping[str, Any],
     ) -> None:
-        why = triggers.dependent(event_type, obj, kind.gvk.api_version, kind.gvk.kind)
-        for owner_gvk, key in owners:
+        gvk = kind.gvk
+        why = triggers.dependent(event_type, obj, gvk.api_version, gvk.kind, change.fields)
+        for owner_gvk, key in change.owners:
             owner = self.owners.get(owner_gvk)
             if owner is None:
                 continue
@@ -284,6 +298,7 @@ class DependentWatches:
                     "dependent": str(kind.gvk),
                     "event": event_type,
                     "object": "/".join(objects.key(obj)),
+                    "fields": list(change.fields),
                     "owner": f"{owner_gvk.kind} {'/'.join(key).lstrip('/')}",
                 },
             )

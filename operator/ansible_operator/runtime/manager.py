@@ -344,6 +344,7 @@ class Operator:
             resource=resource,
             reconcile_period=self.settings.reconcile.reconcile_period,
             gate=self.gate,
+            metrics=self.metrics,
         )
         self.reconcilers.append(reconciler)
         controller = Controller(

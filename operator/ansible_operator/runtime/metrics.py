@@ -70,6 +70,13 @@ class OperatorMetrics:
             ["GVK"],
             registry=self.registry,
         )
+        self._dependent_loops = Counter(
+            "ansible_operator_dependent_loops",
+            "CRs reported re-run over and over by changes to their own dependents "
+            "(core.loops: one report per episode).",
+            ["GVK"],
+            registry=self.registry,
+        )
 
     def ansible_found(self, ansible: AnsibleVersions) -> None:
         """The build information, once the start-up probe has asked the runs' Ansible."""
@@ -92,6 +99,9 @@ class OperatorMetrics:
 
     def watch_event(self, gvk: str) -> None:
         self._watch_events.labels(GVK=gvk).inc()
+
+    def dependent_loop(self, gvk: str) -> None:
+        self._dependent_loops.labels(GVK=gvk).inc()
 
 
 class ShardMetrics:

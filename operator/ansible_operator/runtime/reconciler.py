@@ -25,6 +25,7 @@ from ansible_operator.core import (
     Watch,
     check_reserved,
     conditions,
+    loops,
     object_var_name,
     reconcile_period,
     reserved_vars,
@@ -33,7 +34,8 @@ from ansible_operator.core import (
 from ansible_operator.kube import Api, ApiError, ResourceInfo, Unreachable
 from ansible_operator.runner import RunnerError, RunResult
 from ansible_operator.runtime.finalizers import add_finalizer, has_finalizer, remove_finalizer
-from ansible_operator.runtime.reconcile import Key, ReconcileError, Result, TerminalError
+from ansible_operator.runtime.metrics import OperatorMetrics
+from ansible_operator.runtime.reconcile import TRIGGER, Key, ReconcileError, Result, TerminalError
 from ansible_operator.runtime.recorder import EventRecorder
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.shutdown import Interrupted, RunGate
@@ -63,6 +65,7 @@ class Reconciler:
         clock: Callable[[], datetime.datetime] = utc_now,
         gate: RunGate | None = None,
         ansible_names: frozenset[str] = frozenset(),
+        metrics: OperatorMetrics | None = None,  # None: loops reported, not counted (tests)
     ) -> None:
         self.watch = watch
         self.client = client
@@ -74,6 +77,8 @@ class Reconciler:
         self.gate = gate or RunGate()  # shared by all reconcilers: closed at shutdown
         self.ansible_names = ansible_names  # ansible-core's magic names, keywords and globals
         self._shadowing_warned: set[str] = set()
+        self.loops = loops.LoopDetector()
+        self.metrics = metrics
 
     async def __call__(self, key: Key) -> Result:
         try:
@@ -123,6 +128,7 @@ class Reconciler:
         live = await self._read(resource, key, "reading the object after the run")
         if live is None:
             return Result()
+        await self._report_loop(key, meta.get("generation"), live)
         if deleting and result.ok and finalizer is not None:
             await remove_finalizer(self.client, resource, live, finalizer)
             return Result()
@@ -166,6 +172,26 @@ class Reconciler:
                     extra={"gvk": str(self.watch.gvk)},
                 )
 
+    async def _report_loop(self, key: Key, generation: object, live: dict[str, Any]) -> None:
+        """Once an episode, runs that keep waking themselves through the CR's dependents
+        (``core.loops``): a log line, a Warning Event and the metric say so."""
+        loop = self.loops.observe(key, TRIGGER.get(), generation)
+        if loop is None:
+            return
+        message = loop.message()
+        log.warning(
+            f"Dependent loop: {message}",
+            extra={
+                "dependents": [str(ref) for ref, _ in loop.dependents],
+                "fields": sorted({f for _, fields in loop.dependents for f in fields}),
+                "runs": loop.runs,
+                "seconds": round(loop.seconds, 1),
+            },
+        )
+        await self.events.dependent_loop(live, message)
+        if self.metrics is not None:
+            self.metrics.dependent_loop(str(self.watch.gvk))
+
     async def _read(self, resource: ResourceInfo, key: Key, what: str) -> dict[str, Any] | None:
         """The object as it is now; None (and its input dir removed) when it is gone."""
         namespace, name = key
@@ -175,6 +201,7 @@ class Reconciler:
         except ApiError as err:
             if err.status == 404:
                 self.session.forget(namespace, name)
+                self.loops.forget(key)
                 return None
             raise ReconcileError(f"{what}: {err}") from err
         except Unreachable as err:

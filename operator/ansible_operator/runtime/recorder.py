@@ -1,5 +1,6 @@
 """Kubernetes Events on the custom resources: a Warning when a reconcile fails, a Normal when it
-succeeds again. Upstream posts none; ``kubectl describe`` is where operators look first.
+succeeds again, a Warning when its runs keep waking themselves through its dependents. Upstream
+posts none; ``kubectl describe`` is where operators look first.
 
 Posting an Event is best effort: a failure to post is logged and never fails the reconcile.
 """
@@ -20,6 +21,7 @@ log = logging.getLogger("events")
 
 FAILED = "ReconcileFailed"
 SUCCEEDED = "ReconcileSucceeded"
+DEPENDENT_LOOP = "DependentLoop"
 RECOVERED_MESSAGE = "Reconciliation succeeded again after failing"
 
 
@@ -64,6 +66,10 @@ class EventRecorder:
 
     async def recovered(self, obj: dict[str, Any]) -> None:
         await self.post(obj, type_="Normal", reason=SUCCEEDED, message=RECOVERED_MESSAGE)
+
+    async def dependent_loop(self, obj: dict[str, Any], message: str) -> None:
+        """The CR's runs wake themselves through its dependents (``core.loops``)."""
+        await self.post(obj, type_="Warning", reason=DEPENDENT_LOOP, message=message)
 
     async def post(self, obj: dict[str, Any], *, type_: str, reason: str, message: str) -> None:
         event = build_event(obj, type_=type_, reason=reason, message=message, now=self._clock())
