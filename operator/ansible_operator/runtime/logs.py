@@ -1,6 +1,7 @@
 """Log lines: JSON objects by default (as upstream's zap production mode), console text on request.
 
-Every line written while an object is being reconciled carries its kind, namespace and name,
+Every line written while an object is being reconciled carries its kind, namespace and name
+(and, when traces are on, the trace and span ids of its reconcile),
 taken from a context variable that the controller sets, so no call site has to pass them.
 Fields given with ``extra={...}`` are merged into the JSON object. As zap does, lines at or above
 a level carry the stack of the call that logged them (``stacktrace``), and the time is encoded
@@ -38,6 +39,16 @@ def object_context(kind: str, namespace: str, name: str, **more: str) -> Iterato
     """Within this block every log line names the object."""
     fields = {"kind": kind, "namespace": namespace, "name": name, **more}
     token = _current_object.set(fields)
+    try:
+        yield
+    finally:
+        _current_object.reset(token)
+
+
+@contextlib.contextmanager
+def more_context(**fields: str) -> Iterator[None]:
+    """Within this block every log line carries these fields too (a trace's ids, say)."""
+    token = _current_object.set({**(_current_object.get() or {}), **fields})
     try:
         yield
     finally:

@@ -44,7 +44,7 @@ from ansible_operator.runner import (
     WarmRunner,
     versions,
 )
-from ansible_operator.runtime import logs, runs_api
+from ansible_operator.runtime import logs, runs_api, tracing
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.conversion_webhook import (
     ConversionWebhook,
@@ -110,6 +110,7 @@ class Inputs:
     creds: Credentials
     metrics_tls: ServingTLS | None = None  # --metrics-secure's certificate
     election: ElectionConfig | None = None  # --leader-elect's or --shards' Leases
+    traced: bool = False  # the OTEL_* environment asks for traces
 
 
 class Operator:
@@ -141,6 +142,9 @@ class Operator:
             tls=inputs.metrics_tls,
         )
         self.reconcilers: list[Reconciler] = []
+        self.tracing = tracing.otlp() if inputs.traced else None
+        if self.tracing is not None:
+            self.tracing.count_in(self.metrics.registry)
         self._probed: ColdRunner | None = None  # the runner the start-up probe asks
         if runner is None:
             # As upstream, the path flags are the roles' and collections' paths of every run.
@@ -336,6 +340,7 @@ class Operator:
             metrics=self.metrics,
             extra_env=self.user_metrics_server.run_env,
             history=self.history,
+            tracing=self.tracing,
         )
         reconciler = Reconciler(
             watch,
@@ -345,6 +350,7 @@ class Operator:
             reconcile_period=self.settings.reconcile.reconcile_period,
             gate=self.gate,
             metrics=self.metrics,
+            tracing=self.tracing,
         )
         self.reconcilers.append(reconciler)
         controller = Controller(
@@ -426,6 +432,8 @@ class Operator:
             await self.client.close()
             if isinstance(self.runner, WarmRunner):
                 self.runner.close()  # its server exits once its runs have ended
+            if self.tracing is not None:
+                await asyncio.to_thread(self.tracing.shutdown)  # the spans not yet exported
 
     def _elector(self) -> Elector:
         """What decides whether this replica runs the watches and controllers: the leader's
@@ -469,6 +477,10 @@ def prepare(argv: Sequence[str]) -> Inputs:
             election = election_config(settings, flag=flag)
         except LeaderElectionError as err:
             raise StartupError(str(err)) from None
+    try:
+        traced = tracing.wanted(settings.environ)
+    except tracing.TracingError as err:
+        raise StartupError(str(err)) from None
     metrics_tls = None
     if settings.serving.metrics_secure:
         try:
@@ -479,7 +491,9 @@ def prepare(argv: Sequence[str]) -> Inputs:
     log.info("Version", extra={"version": __version__, "python": sys.version.split()[0]})
     if metrics_tls is not None:
         log.info("Metrics certificate", extra={"source": metrics_tls.source})
-    return Inputs(settings, watches, creds, metrics_tls=metrics_tls, election=election)
+    return Inputs(
+        settings, watches, creds, metrics_tls=metrics_tls, election=election, traced=traced
+    )
 
 
 def _election(inputs: Inputs) -> ElectionConfig:

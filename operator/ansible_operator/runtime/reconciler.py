@@ -40,6 +40,7 @@ from ansible_operator.runtime.recorder import EventRecorder
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.shutdown import Interrupted, RunGate
 from ansible_operator.runtime.status import StatusWriter
+from ansible_operator.runtime.tracing import Tracing
 
 log = logging.getLogger("reconciler")
 DELETED_DURING_RUN_REQUEUE = 0.0  # run the finalizer at once rather than upstream's 5 s later
@@ -66,6 +67,7 @@ class Reconciler:
         gate: RunGate | None = None,
         ansible_names: frozenset[str] = frozenset(),
         metrics: OperatorMetrics | None = None,  # None: loops reported, not counted (tests)
+        tracing: Tracing | None = None,  # None: no traces
     ) -> None:
         self.watch = watch
         self.client = client
@@ -79,8 +81,15 @@ class Reconciler:
         self._shadowing_warned: set[str] = set()
         self.loops = loops.LoopDetector()
         self.metrics = metrics
+        self.tracing = tracing
 
     async def __call__(self, key: Key) -> Result:
+        if self.tracing is None:
+            return await self._reconcile_key(key)
+        with self.tracing.reconcile(self.watch.gvk, key, TRIGGER.get()):
+            return await self._reconcile_key(key)
+
+    async def _reconcile_key(self, key: Key) -> Result:
         try:
             resource = await self._resource()
         except (ApiError, Unreachable) as err:
@@ -92,7 +101,7 @@ class Reconciler:
 
     async def _reconcile(self, resource: ResourceInfo, key: Key, obj: dict[str, Any]) -> Result:
         meta = obj["metadata"]
-        status = StatusWriter(self.client, resource, obj, clock=self.clock)
+        status = StatusWriter(self.client, resource, obj, clock=self.clock, tracing=self.tracing)
         period, problem = reconcile_period(
             meta.get("annotations"), self.watch.reconcile_period, self.reconcile_period
         )

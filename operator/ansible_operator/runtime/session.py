@@ -34,6 +34,7 @@ from ansible_operator.runner import (
     RunnerError,
     RunRequest,
     RunResult,
+    Timeline,
     input_dir_path,
     log_debug_result,
     log_stats_stdout,
@@ -44,6 +45,7 @@ from ansible_operator.runtime.flags import RunSettings
 from ansible_operator.runtime.metrics import OperatorMetrics
 from ansible_operator.runtime.reconcile import TRIGGER
 from ansible_operator.runtime.runs import RunHistory
+from ansible_operator.runtime.tracing import Tracing
 
 log = logging.getLogger("reconciler")
 runner_log = logging.getLogger("runner")
@@ -73,6 +75,7 @@ class RunSession:
         runner_base: Path = DEFAULT_BASE_DIR,
         extra_env: Callable[[], Mapping[str, str]] = dict,
         history: RunHistory | None = None,  # None: runs are not recorded
+        tracing: Tracing | None = None,  # None: no traces
     ) -> None:
         self.watch = watch
         self.runner = runner
@@ -82,6 +85,7 @@ class RunSession:
         self.runner_base = runner_base
         self._extra_env = extra_env  # read at each run: e.g. the user metrics URL, once bound
         self.history = history if history is not None and history.enabled else None
+        self.tracing = tracing
         self._log_events = LogEventsMode.parse(settings.logging.ansible_log_events)
 
     async def run(self, obj: dict[str, Any], *, finalizing: bool) -> RunResult:
@@ -156,35 +160,50 @@ class RunSession:
         *,
         finalizing: bool,
     ) -> RunResult:
-        """The run, with its record (``runs``) when runs are recorded."""
-        if self.history is None:
+        """The run, with its record (``runs``) when runs are recorded, and its span (``tracing``)
+        when traces are on."""
+        if self.history is None and self.tracing is None:
             return await self.runner.run(request, on_event=event_logger)
-        record = self.history.begin(
-            gvk=self.watch.gvk,
-            obj=obj,
-            input_dir=request.private_data_dir,
-            ident=request.ident,
-            trigger=TRIGGER.get(),
-            finalizing=finalizing,
-            ansible=request.playbook or request.role or "",
-        )
+        ansible = request.playbook or request.role or ""
+        with contextlib.ExitStack() as spans:
+            traced = None
+            if self.tracing is not None:
+                traced = spans.enter_context(self.tracing.run(request.ident, obj, ansible))
+            record = None
+            timeline = Timeline()
+            if self.history is not None:
+                record = self.history.begin(
+                    gvk=self.watch.gvk,
+                    obj=obj,
+                    input_dir=request.private_data_dir,
+                    ident=request.ident,
+                    trigger=TRIGGER.get(),
+                    finalizing=finalizing,
+                    ansible=ansible,
+                )
+                record.trace_id = self.tracing.trace_id() if self.tracing is not None else None
+                timeline = record.timeline
 
-        def on_event(event: dict[str, Any]) -> None:
-            event_logger(event)
-            record.timeline.feed(event)
+            def on_event(event: dict[str, Any]) -> None:
+                event_logger(event)
+                timeline.feed(event)
 
-        result = None
-        outcome = "Interrupted"  # unless the run ends or fails: cancelled by a stop
-        try:
-            result = await self.runner.run(request, on_event=on_event)
-            outcome = "Succeeded" if result.ok else "Failed"
-            return result
-        except Exception as err:
-            outcome = "Failed"
-            record.message = str(err)
-            raise
-        finally:
-            self.history.finish(record, result, outcome=outcome)
+            result = None
+            outcome = "Interrupted"  # unless the run ends or fails: cancelled by a stop
+            try:
+                result = await self.runner.run(request, on_event=on_event)
+                outcome = "Succeeded" if result.ok else "Failed"
+                return result
+            except Exception as err:
+                outcome = "Failed"
+                if record is not None:
+                    record.message = str(err)
+                raise
+            finally:
+                if self.history is not None and record is not None:
+                    self.history.finish(record, result, outcome=outcome)
+                if traced is not None:
+                    traced.finish(timeline, result, outcome)
 
     def forget(self, namespace: str, name: str) -> None:
         """The object is gone: its runner input dir, artifacts and run records go with it."""

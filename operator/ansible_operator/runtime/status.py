@@ -22,6 +22,7 @@ from ansible_operator.core import conditions, exponential_delay
 from ansible_operator.kube import Api, ApiError, ResourceInfo, Unreachable
 from ansible_operator.runner import RunResult
 from ansible_operator.runtime.reconcile import ReconcileError
+from ansible_operator.runtime.tracing import Tracing
 
 CONFLICT_RETRIES = 10
 log = logging.getLogger("status")
@@ -82,7 +83,13 @@ class StatusWriter:
     """
 
     def __init__(
-        self, client: Api, resource: ResourceInfo, obj: dict[str, Any], *, clock: Clock
+        self,
+        client: Api,
+        resource: ResourceInfo,
+        obj: dict[str, Any],
+        *,
+        clock: Clock,
+        tracing: Tracing | None = None,  # each write a span when traces are on
     ) -> None:
         meta = obj["metadata"]
         self._client = client
@@ -91,10 +98,12 @@ class StatusWriter:
         self._name = meta["name"]
         self._generation = meta.get("generation")
         self._clock = clock
+        self._tracing = tracing
 
     async def running(self, read: dict[str, Any]) -> None:
         """``Running``; ``read`` is the object as just read (see ``write_status``)."""
         await self._write(
+            "Running",
             lambda s: conditions.mark_running(s, now=self._clock(), generation=self._generation),
             read=read,
         )
@@ -105,6 +114,7 @@ class StatusWriter:
         counts = ansible_result(result, now=self._clock())
         if result.ok:
             await self._write(
+                "Successful",
                 lambda s: conditions.mark_success(
                     s, ansible_result=counts, now=self._clock(), generation=self._generation
                 ),
@@ -116,6 +126,7 @@ class StatusWriter:
         if result.timed_out:
             reason, message = conditions.REASON_TIMEOUT, conditions.timeout_message(message)
         await self._write(
+            "Failure",
             lambda s: conditions.mark_failure(
                 s,
                 message=message,
@@ -130,21 +141,32 @@ class StatusWriter:
     async def interrupted(self, cause: str) -> None:
         """The run was stopped (shutdown, a lost lease), not failed: it will be run again."""
         await self._write(
+            "Interrupted",
             lambda s: conditions.mark_interrupted(
                 s, cause=cause, now=self._clock(), generation=self._generation
-            )
+            ),
         )
 
     async def error(self, message: str, *, reason: str = conditions.REASON_FAILED) -> None:
         """Upstream's markError: no run happened; written even when the watch does not manage
         status."""
         await self._write(
+            "Error",
             lambda s: conditions.mark_error(
                 s, message=message, now=self._clock(), generation=self._generation, reason=reason
-            )
+            ),
         )
 
-    async def _write(self, update: StatusUpdate, *, read: dict[str, Any] | None = None) -> None:
+    async def _write(
+        self, what: str, update: StatusUpdate, *, read: dict[str, Any] | None = None
+    ) -> None:
+        if self._tracing is None:
+            await self._write_once(update, read=read)
+            return
+        with self._tracing.status(what):
+            await self._write_once(update, read=read)
+
+    async def _write_once(self, update: StatusUpdate, *, read: dict[str, Any] | None) -> None:
         try:
             await write_status(
                 self._client, self._resource, self._namespace, self._name, update, read=read
