@@ -76,6 +76,12 @@ def test_added_and_removed_fields_count_and_deeper_values_are_named_at_depth_thr
     )
 
 
+def test_a_listed_item_without_api_version_and_kind_is_the_watched_object() -> None:
+    watched = configmap(timestamp="1")
+    listed = {k: v for k, v in watched.items() if k not in ("apiVersion", "kind")}
+    assert changes.fields_of(listed) == changes.fields_of(watched)
+
+
 def test_past_the_cap_the_rest_is_one_entry_that_still_tells_a_change() -> None:
     many = {f"k{i:03}": "v" for i in range(200)}
     old = configmap(**many)

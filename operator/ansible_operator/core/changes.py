@@ -4,7 +4,9 @@ version, so that a run can say what woke it (``data.timestamp``, not just "the C
 An object is remembered as the paths of what DependentPredicate compares
 (``predicates.dependent_view``), down to ``DEPTH`` levels (``spec.replicas``,
 ``data.timestamp``, ``metadata.annotations.example.com/last-run``), each with an 8-byte hash of
-its value; a deeper value is hashed whole under its path at that depth. Past ``MAX_PATHS``
+its value; a deeper value is hashed whole under its path at that depth. ``apiVersion`` and
+``kind`` are left out: they never change for an object of one watch, and the items of a list
+come without them while watch events carry them. Past ``MAX_PATHS``
 paths (in sorted order), the rest are hashed together under ``REST``, so two ``Fields`` are
 equal exactly when the views are (up to a hash collision): the memory decides whether an update
 counts, and names what changed.
@@ -26,6 +28,7 @@ MAX_PATHS = 64  # per object; the rest hashed together
 HASH_BYTES = 8
 REST = "(other fields)"  # the paths past MAX_PATHS, as one
 NAMED = 3  # fields a message names before "and N more"
+TYPE_FIELDS = frozenset({"apiVersion", "kind"})  # absent from a list's items
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +59,8 @@ def _hash(value: Any) -> bytes:
 
 def fields_of(obj: Mapping[str, Any]) -> Fields:
     """What is remembered of ``obj``: its view's paths and their values' hashes."""
-    leaves = list(_leaves(dependent_view(obj), "", 0))
+    view = {k: v for k, v in dependent_view(obj).items() if k not in TYPE_FIELDS}
+    leaves = list(_leaves(view, "", 0))
     if len(leaves) > MAX_PATHS:
         kept, rest = leaves[: MAX_PATHS - 1], leaves[MAX_PATHS - 1 :]
         leaves = [*kept, (REST, dict(rest))]
