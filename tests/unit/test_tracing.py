@@ -49,6 +49,8 @@ WATCH = Watch(gvk=GVK("test.example.com", "v1", "Thing"), role="/roles/thing")
         ({}, False),
         ({"OTEL_SERVICE_NAME": "x"}, False),
         ({"OTEL_TRACES_EXPORTER": "otlp"}, True),
+        ({"OTEL_TRACES_EXPORTER": "", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, True),
+        ({"OTEL_TRACES_EXPORTER": " ", "OTEL_EXPORTER_OTLP_ENDPOINT": ""}, False),
         ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, True),
         ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://c:4318/v1/traces"}, True),
         ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_TRACES_EXPORTER": "none"}, False),

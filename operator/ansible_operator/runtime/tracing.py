@@ -65,10 +65,10 @@ def wanted(environ: Mapping[str, str]) -> bool:
         )
     if disabled == _TRUE:
         return False
-    exporters = environ.get("OTEL_TRACES_EXPORTER")
-    if exporters is not None:
-        names = {name.strip() for name in exporters.split(",") if name.strip()}
-        if not names or names == {"none"}:
+    exporters = environ.get("OTEL_TRACES_EXPORTER", "")
+    names = {name.strip() for name in exporters.split(",") if name.strip()}  # empty: unset
+    if names:
+        if names == {"none"}:
             return False
         if names != {"otlp"}:
             raise TracingError(
