@@ -251,30 +251,34 @@ def two_replicas(serve) -> list[str]:
     ]
 
 
-@pytest.fixture
-def both(monkeypatch, two_replicas):
-    """``runs`` reaching both fake replicas, as it reaches the Pods of a cluster."""
-
-    session_holder = {}
+def reach(monkeypatch, urls: list[str]) -> list[str]:
+    """``runs`` reaching the fake replicas at ``urls`` as it reaches the Pods of a cluster; the
+    flags that say so."""
+    sessions = []
 
     class Client:
         def __init__(self, creds):
             pass
 
         async def close(self):
-            await session_holder["session"].close()
+            await sessions[-1].close()
 
     async def replicas(client, namespace, selector):
-        session_holder["session"] = aiohttp.ClientSession()
+        sessions.append(aiohttp.ClientSession())
         return [
-            runs.runs_client.url_replica(url, session_holder["session"], token=None, insecure=False)
-            for url in two_replicas
+            runs.runs_client.url_replica(url, sessions[-1], token=None, insecure=False)
+            for url in urls
         ]
 
     monkeypatch.setattr(runs, "KubeClient", Client)
     monkeypatch.setattr(runs, "load_credentials", lambda kubeconfig: None)
     monkeypatch.setattr(runs.runs_client, "cluster_replicas", replicas)
     return ["--operator-namespace", "ops"]
+
+
+@pytest.fixture
+def both(monkeypatch, two_replicas):
+    return reach(monkeypatch, two_replicas)
 
 
 def test_list_merges_the_replicas_newest_first(capsys, both):
@@ -358,6 +362,16 @@ def test_a_refusal_and_no_answer_are_one_line(capsys, serve):
         "ansible-operator runs: cannot reach the operator at http://127.0.0.1:9: "
         "Connection refused\n"
     )
+
+
+def test_a_replica_that_does_not_answer_is_skipped_in_one_line(capsys, monkeypatch, serve):
+    answering = serve(replica_app("op-a", [FAILED_RUN, OLD_RUN], {"run-2": FAILED_RECORD}))
+    broken = serve(replica_app("op-b", [], {}, status=500))
+    where = reach(monkeypatch, [answering, broken])
+    code, out, err = run_cli(capsys, *where)
+    assert code == 0
+    assert [line.split()[-1] for line in out.splitlines()[1:]] == ["run-2", "run-1"]
+    assert err == f"ansible-operator runs: skipped: {broken}: GET /runs: 500 Unauthorized\n"
 
 
 def test_url_and_cluster_flags_do_not_mix(capsys):

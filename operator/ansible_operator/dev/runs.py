@@ -60,8 +60,10 @@ async def _main(args: argparse.Namespace) -> int:
     kind_word, _, name = (words[1] if show else (words or [""])[0]).partition("/")
     if show and not name:
         raise RunsError(f"show takes KIND/NAME, not {words[1]!r}")
-    async with _replicas(args) as replicas:
-        known = await runs_client.resources(replicas)
+    async with _replicas(args) as reached:
+        replicas, known, failures = await runs_client.answering(reached)
+        for failure in failures:  # the others' runs are still worth showing
+            print(f"ansible-operator runs: skipped: {failure}", file=sys.stderr, flush=True)
         if not kind_word:
             runs = await runs_client.summaries(replicas, [kind.path for kind in known])
             return _list(runs, args)

@@ -242,21 +242,31 @@ class Resource:
         return f"{self.kind.kind} {where}{self.name}"
 
 
-async def gather[T](replicas: Sequence[Replica], ask: Callable[[Replica], Awaitable[T]]) -> list[T]:
-    """``ask`` of every replica at once; the first failure raised."""
-    return list(await asyncio.gather(*(ask(replica) for replica in replicas)))
-
-
-async def resources(replicas: Sequence[Replica]) -> dict[Kind, set[Resource]]:
-    """Every CR any replica has run records of, by kind."""
+async def answering(
+    replicas: Sequence[Replica],
+) -> tuple[list[Replica], dict[Kind, set[Resource]], list[RunsError]]:
+    """The replicas that answer ``GET /runs``, every CR they have run records of (by kind), and
+    why the others did not answer; the first of those raised when none did."""
+    answers = await asyncio.gather(
+        *(replica.get("/runs") for replica in replicas), return_exceptions=True
+    )
     found: dict[Kind, set[Resource]] = {}
-    for overview in await gather(replicas, lambda r: r.get("/runs")):
-        for entry in overview.get("kinds") or ():
+    answered, failures = [], []
+    for replica, answer in zip(replicas, answers, strict=True):
+        if isinstance(answer, RunsError):
+            failures.append(answer)
+            continue
+        if isinstance(answer, BaseException):
+            raise answer
+        answered.append(replica)
+        for entry in answer.get("kinds") or ():
             kind = Kind(entry["apiVersion"], entry["kind"])
             known = found.setdefault(kind, set())
             for item in entry.get("resources") or ():
                 known.add(Resource(kind, item.get("namespace") or "", item["name"]))
-    return found
+    if not answered:
+        raise failures[0]
+    return answered, found, failures
 
 
 def resolve_kind(known: Iterable[Kind], word: str) -> Kind:
