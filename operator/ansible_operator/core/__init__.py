@@ -2,15 +2,18 @@
 label selectors, ownership, cross-kind watches (related resources), CR annotations, shards,
 leader election and conversion between a kind's versions. Imports only ``gocompat``.
 
-Other layers use the names below. ``annotations``, ``conditions``, ``conversion``,
-``objects``, ``predicates``, ``reserved_vars``, ``timeline_layout`` and ``triggers`` are
-namespaces (``conditions.mark_running``), their names being read best with the module's.
+Other layers use the names below. ``annotations``, ``changes``, ``conditions``,
+``conversion``, ``loops``, ``objects``, ``predicates``, ``reserved_vars``, ``timeline_layout``
+and ``triggers`` are namespaces (``conditions.mark_running``), their names being read best with
+the module's.
 """
 
 from ansible_operator.core import (
     annotations,
+    changes,
     conditions,
     conversion,
+    loops,
     objects,
     predicates,
     reserved_vars,
@@ -97,6 +100,7 @@ __all__ = [
     "balance",
     "build_extra_vars",
     "cap",
+    "changes",
     "check_reserved",
     "conditions",
     "conversion",
@@ -107,6 +111,7 @@ __all__ = [
     "injection_mode",
     "is_owner_itself",
     "log_verbosity",
+    "loops",
     "max_runner_artifacts",
     "object_var_name",
     "objects",
