@@ -4,7 +4,8 @@ The reconciler is a function of the object's identity (see ``reconcile``). It re
 object, adds the watch's finalizer, marks the status Running, runs the role or playbook with the
 object as variables (``session``), reads the object again and writes ``Successful`` or
 ``Failure`` (``status``), removes the finalizer after a successful finalizer run
-(``finalizers``), and posts an Event when a reconcile fails or recovers (``recorder``).
+(``finalizers``), and posts an Event when a reconcile fails or recovers (``recorder``), or when
+the CR's runs keep waking themselves through its dependents (``core.loops``).
 Queueing, retries and watching happen outside, in ``controller``.
 
 Differences from upstream, on purpose: ``requeue_after`` does not cut the reconcile short; a
