@@ -2,8 +2,8 @@
 ``ansible-operator runs`` (list, show, --output json, --follow) at the operator's URL and
 through the API server's Pod proxy with two replicas merged, what works with
 ``--metrics-require-rbac``, and the runs page in headless Chromium (Debian's ``chromium`` and
-``chromium-driver``, driven by Selenium), a screenshot of each view kept in
-``build/test-artifacts/runs-page/``.
+``chromium-driver``, driven by Selenium), on the operator's port and through ``kubectl proxy``,
+a screenshot of each view kept in ``build/test-artifacts/runs-page/``.
 
 The operators run on this machine, not in Pods: kwok plays the kubelet. A Pod object labelled
 as config/manager labels the operator's, its status's IP set to this machine's address, stands
@@ -25,6 +25,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from ansible_operator.devcluster import binaries
 from ansible_operator.devcluster.processes import free_ports
 
 from .cluster import fresh_namespace
@@ -378,15 +379,13 @@ def browser():
         session.quit()
 
 
-def test_the_runs_page_in_chromium(operator, crs, namespace, steppers, browser):
+def browse(browser, page: str, namespace: str, history: list[dict], shots: str) -> None:
+    """Load the runs page at ``page``, follow its links from the kinds to the CR's runs to its
+    failed run, check what each view shows, and keep a screenshot of each (``shots``-*.png)."""
     from selenium.webdriver.common.by import By
 
-    url = start(operator)
-    history = failed_then_fixed(crs, namespace, url)
-    failed = history[-1]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-
-    browser.get(f"{url}/runs/ui")
+    browser.get(page)
     rows = [  # the CRs of other tests' operators are on this machine's disk too
         row
         for row in browser.find_elements(By.CSS_SELECTOR, "table.kind tr.resource")
@@ -394,18 +393,21 @@ def test_the_runs_page_in_chromium(operator, crs, namespace, steppers, browser):
     ]
     assert [row.text.split()[:2] for row in rows] == [[f"{namespace}/web", "Succeeded"]]
     assert any(h2.text.startswith(KIND) for h2 in browser.find_elements(By.TAG_NAME, "h2"))
-    browser.save_screenshot(str(ARTIFACTS / "kinds.png"))
+    browser.save_screenshot(str(ARTIFACTS / f"{shots}-kinds.png"))
 
     rows[0].find_element(By.TAG_NAME, "a").click()
+    assert browser.current_url.startswith(page + "?")  # its links stay under the page's path
     runs_rows = browser.find_elements(By.CSS_SELECTOR, "table.runs tr.run")
     assert [row.text.split()[-1] for row in runs_rows] == [run["id"] for run in history]
-    browser.save_screenshot(str(ARTIFACTS / "cr.png"))
+    browser.save_screenshot(str(ARTIFACTS / f"{shots}-cr.png"))
 
+    failed = history[-1]
     runs_rows[-1].find_element(By.LINK_TEXT, failed["id"]).click()
+    assert browser.current_url.startswith(page + "?")
     bars = browser.find_elements(By.CSS_SELECTOR, "svg.timeline rect.bar")
     assert [bar.get_attribute("class") for bar in bars] == ["bar ok", "bar changed", "bar failed"]
-    assert [bar.value_of_css_property("fill") for bar in bars].count(RED) == 1
-    assert bars[2].value_of_css_property("fill") == RED
+    fills = [bar.value_of_css_property("fill") for bar in bars]
+    assert fills.count(RED) == 1 and fills[2] == RED
     places = [bar.rect for bar in bars]
     assert places[0]["x"] < places[1]["x"] < places[2]["x"]  # placed by their start
     assert places[1]["width"] > places[0]["width"]  # "Take a while" took longest
@@ -413,7 +415,42 @@ def test_the_runs_page_in_chromium(operator, crs, namespace, steppers, browser):
     assert message.text == FAILED_MESSAGE
     assert message.rect["y"] > browser.find_element(By.CSS_SELECTOR, "svg.timeline").rect["y"]
     assert FAILED_MESSAGE in browser.find_element(By.CSS_SELECTOR, "pre.output").text
-    shot = ARTIFACTS / "run.png"
+    shot = ARTIFACTS / f"{shots}-run.png"
     browser.save_screenshot(str(shot))
     assert shot.stat().st_size > 10_000
-    print(f"screenshots of the runs page: {ARTIFACTS}")
+    browser.find_element(By.LINK_TEXT, "All kinds").click()
+    assert browser.current_url == page
+    print(f"screenshots of the runs page: {ARTIFACTS}/{shots}-*.png")
+
+
+def test_the_runs_page_in_chromium(operator, crs, namespace, steppers, browser):
+    url = start(operator)
+    history = failed_then_fixed(crs, namespace, url)
+    browse(browser, f"{url}/runs/ui", namespace, history, "direct")
+
+
+def test_the_runs_page_through_kubectl_proxy(
+    operator, cluster, crs, core, namespace, steppers, browser
+):
+    """The page as a kubectl user opens it: ``kubectl proxy``, then the Pod proxy's path."""
+    url = start(operator, bind="0.0.0.0")
+    history = failed_then_fixed(crs, namespace, url)
+    port = int(url.rsplit(":", 1)[1])
+    operator_pod(core, namespace, "op-page", port, [])
+    proxy = subprocess.Popen(
+        [str(binaries.kubectl()), "--kubeconfig", str(cluster.kubeconfig), "proxy", "--port=0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proxy.stdout is not None
+        serving = proxy.stdout.readline()  # "Starting to serve on 127.0.0.1:PORT"
+        assert serving.startswith("Starting to serve on "), serving
+        where = serving.rsplit(" ", 1)[1].strip()
+        page = (
+            f"http://{where}/api/v1/namespaces/{namespace}/pods/http:op-page:{port}/proxy/runs/ui"
+        )
+        browse(browser, page, namespace, history, "kubectl-proxy")
+    finally:
+        proxy.terminate()
+        proxy.wait(30)

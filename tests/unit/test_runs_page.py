@@ -35,7 +35,7 @@ def test_the_page_lists_each_kinds_crs_with_their_last_outcome():
     assert "<h2>Memcached <small>cache.example.com/v1alpha1</small></h2>" in html
     (row,) = re.findall(r'<tr class="resource">.*?</tr>', html, re.S)
     assert (
-        'href="/runs/ui?kind=cache.example.com/v1alpha1/Memcached&amp;namespace=default&amp;name=web"'
+        'href="?kind=cache.example.com/v1alpha1/Memcached&amp;namespace=default&amp;name=web"'
         in row
     )
     assert '<span class="outcome failed">Failed</span>' in row

@@ -7,7 +7,9 @@ run as a timeline picture (an SVG drawn on the server: a bar per task, placed by
 as long as it took, failed ones red, their messages under it) and its output. One path keeps
 the page apart from the API's (``/runs/{group}/...``) and needs no rule beyond theirs. The
 HTML is a Jinja2 template (Jinja2 comes with ansible-core), escaped throughout; there is no
-script. The page shows this replica's runs: each replica keeps its own (docs/runs.md).
+script, and every link is relative (a query, or ``ui``), so the page works as well behind the
+API server's Pod proxy (``kubectl proxy``) as on the port itself. The page shows this replica's
+runs: each replica keeps its own (docs/runs.md).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def _template() -> Any:
 
 def render(history: RunHistory, query: Mapping[str, str]) -> tuple[int, str]:
     """The view ``query`` asks for, as (HTTP status, HTML)."""
-    page: dict[str, Any] = {"replica": history.replica, "path": PATH}
+    page: dict[str, Any] = {"replica": history.replica}
     kind = query.get("kind", "")
     if not kind:
         return 200, _template().render(view="kinds", kinds=history.kinds(), **page)
