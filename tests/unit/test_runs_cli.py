@@ -337,6 +337,10 @@ def test_show_as_json_is_the_record(capsys, both):
         (["Nothing"], "no run records of a kind 'Nothing' (kinds with runs: Memcached)"),
         (["Memcached/nobody"], "no run records of 'nobody'"),
         (["show", "Memcached/web", "run-7"], "run 'run-7' of Memcached default/web not found"),
+        (
+            ["show", "Memcached/web", "run-"],
+            "run id 'run-' matches 2 runs of Memcached default/web",
+        ),
         (["show", "Memcached"], "show takes KIND/NAME, not 'Memcached'"),
         (["Memcached", "--follow"], "--follow follows one run"),
     ],

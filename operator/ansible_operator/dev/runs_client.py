@@ -43,10 +43,9 @@ Get = Callable[[str], Awaitable[Any]]
 
 @dataclass(frozen=True)
 class Replica:
-    """One operator process: what it is called here and how to GET a path of its metrics
-    server as JSON."""
+    """One operator process: how to GET a path of its metrics server as JSON (a failure says
+    which replica it is)."""
 
-    name: str
     get: Get
 
 
@@ -112,7 +111,7 @@ def url_replica(
             raise RunsError(f"cannot reach the operator at {base}: {_reason(err)}") from None
         return _json(base, path, text)
 
-    return Replica(base, get)
+    return Replica(get)
 
 
 def _reason(err: BaseException) -> str:
@@ -178,7 +177,7 @@ async def cluster_replicas(client: KubeClient, namespace: str, selector: str) ->
             continue
         scheme, port = endpoint
         base = f"/api/v1/namespaces/{quote(namespace)}/pods/{scheme}:{name}:{port}/proxy"
-        replicas.append(Replica(name, _proxied(client, name, base)))
+        replicas.append(Replica(_proxied(client, name, base)))
     if not replicas:
         why = (
             f" (not running, or no container port named {METRICS_PORT_NAME}: {', '.join(skipped)})"
@@ -328,8 +327,9 @@ async def record(
     runs.sort(key=lambda pair: pair[1]["started"], reverse=True)
     if run_id is not None:
         runs = [pair for pair in runs if str(pair[1]["id"]).startswith(run_id)]
-        if len(runs) > 1 and not any(run["id"] == run_id for _, run in runs):
-            raise RunsError(f"run id {run_id!r} matches {len(runs)} runs of {resource}")
+        ids = {str(run["id"]) for _, run in runs}
+        if len(ids) > 1 and run_id not in ids:
+            raise RunsError(f"run id {run_id!r} matches {len(ids)} runs of {resource}")
         runs = [pair for pair in runs if pair[1]["id"] == run_id] or runs
     if not runs:
         raise RunsError(
