@@ -70,3 +70,17 @@ def test_the_page_says_what_is_not_there():
     assert page(kind="nonsense")[0] == 400
     status, html = page(kind=f"{API_VERSION}/Memcached", namespace="default", name="web", run="x")
     assert status == 404 and "no run x here" in html
+
+
+def test_a_running_run_is_drawn_again_until_it_ends(monkeypatch):
+    query = {
+        "kind": f"{API_VERSION}/Memcached",
+        "namespace": "default",
+        "name": "web",
+        "run": "run-2",
+    }
+    refresh = '<meta http-equiv="refresh" content="2">'
+    assert refresh not in page(**query)[1]
+    running = {**FAILED_RECORD, "outcome": "Running", "ended": None, "duration": None}
+    monkeypatch.setattr(History, "record", lambda *args: running)
+    assert refresh in page(**query)[1]

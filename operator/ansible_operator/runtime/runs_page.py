@@ -4,7 +4,8 @@ behind the same authentication and authorization as ``/metrics`` and the runs AP
 One path, three views by query: without one, each kind's CRs with their last run; with
 ``kind=<group>/<version>/<Kind>&namespace=&name=``, that CR's runs; with ``&run=<id>`` too, one
 run as a timeline picture (an SVG drawn on the server: a bar per task, placed by its start and
-as long as it took, failed ones red, their messages under it) and its output. One path keeps
+as long as it took, failed ones red, their messages under it) and its output; a running run's
+view reloads itself every 2 s (a meta refresh) until it ends. One path keeps
 the page apart from the API's (``/runs/{group}/...``) and needs no rule beyond theirs. The
 HTML is a Jinja2 template (Jinja2 comes with ansible-core), escaped throughout; there is no
 script, and every link is relative (a query, or ``ui``), so the page works as well behind the
