@@ -1,10 +1,10 @@
 """Traces of reconciles (issue 26, item 4) from the operator as a real process: an OTLP/HTTP
 receiver on loopback, started here (``http.server``, decoding the protobuf
 ``ExportTraceServiceRequest`` with ``opentelemetry-proto``), is where the standard environment
-variables point it. A Stepper whose run fails gives one reconcile span with its run, its tasks
-and its status writes; its trace id is in the operator's log lines and the run's record. Without
-the variables nothing is traced; an endpoint that is down is said once and counted; a protocol
-the operator does not speak refuses the start in one line."""
+variables point it. A Stepper whose run fails (warm runner and cold) gives one reconcile span
+with its run, its tasks and its status writes; its trace id is in the operator's log lines and
+the run's record. Without the variables nothing is traced; an endpoint that is down is said once
+and counted; a protocol the operator does not speak refuses the start in one line."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def receiver() -> Iterator[Receiver]:
         found.close()
 
 
-def start(operator: Operator, env: dict[str, str]) -> str:
+def start(operator: Operator, env: dict[str, str], *args: str) -> str:
     """The operator running the stepper role for Steppers; its metrics URL."""
     metrics_port, probe_port = free_ports(2)
     operator.write_watches([{"kind": KIND, "role": "stepper"}])
@@ -134,6 +134,7 @@ def start(operator: Operator, env: dict[str, str]) -> str:
         f"--metrics-bind-address=127.0.0.1:{metrics_port}",
         f"--health-probe-bind-address=127.0.0.1:{probe_port}",
         *STRUCTURED_LOG,
+        *args,
         env=env,
     )
     return f"http://127.0.0.1:{metrics_port}"
@@ -161,7 +162,10 @@ def last_run(url: str, namespace: str, name: str) -> dict[str, Any]:
     return get(f"{of_it}/{first['id']}")
 
 
-def test_a_reconcile_is_exported_as_a_span_tree(operator, crs, namespace, steppers, receiver):
+@pytest.mark.parametrize("runner", ["warm", "cold"])
+def test_a_reconcile_is_exported_as_a_span_tree(
+    operator, crs, namespace, steppers, receiver, runner
+):
     url = start(
         operator,
         {
@@ -171,6 +175,7 @@ def test_a_reconcile_is_exported_as_a_span_tree(operator, crs, namespace, steppe
             "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment.name=e2e",
             "OTEL_BSP_SCHEDULE_DELAY": "200",
         },
+        f"--runner={runner}",
     )
     make_stepper(crs, namespace, "web", broken=True)
     wait_condition(crs, namespace, KIND, "web", "Failure")
