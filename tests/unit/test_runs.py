@@ -15,13 +15,13 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from ansible_operator.core import GVK, Watch, triggers
+from ansible_operator.core import GVK, ItemBackoff, Watch, triggers
 from ansible_operator.runner import Timeline
 from ansible_operator.runner.events import summarize
 from ansible_operator.runner.types import RunResult
 from ansible_operator.runtime import runs_api
 from ansible_operator.runtime.controller import Controller
-from ansible_operator.runtime.reconcile import TRIGGER, Key, Result
+from ansible_operator.runtime.reconcile import TRIGGER, Key, ReconcileError, Result
 from ansible_operator.runtime.runs import RunHistory
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
@@ -88,6 +88,44 @@ def test_the_controller_hands_the_first_reason_to_the_reconcile_and_then_the_tim
     assert first.reason == triggers.DEPENDENT_CHANGED
     assert first.object == triggers.ObjectRef("v1", "CM", "ns", "cm")
     assert second.reason == triggers.REQUEUE
+
+
+def test_a_timer_that_fires_during_another_run_is_the_reason_of_the_run_after() -> None:
+    # A failed run's retry timer, then a spec change that runs at once: the timer still fires
+    # (it is replaced only when that run ends), and the run it brings is a backoff, not the
+    # periodic re-run the spec change's success asked for.
+    seen: list[str] = []
+    spec_run_started = asyncio.Event()
+
+    async def reconcile(key: Key) -> Result:
+        seen.append(TRIGGER.get().reason)
+        if len(seen) == 1:
+            raise ReconcileError("boom")
+        if len(seen) == 2:
+            spec_run_started.set()
+            await asyncio.sleep(1.0)  # the retry timer (under 1 s) fires meanwhile
+            return Result(requeue_after=3600, reason=triggers.periodic(3600))
+        return Result()
+
+    async def scenario() -> None:
+        controller = Controller(
+            Watch(MEMCACHED, role="/r"),
+            reconcile,
+            workers=1,
+            backoff=ItemBackoff(base_delay=0.1, max_delay=0.1),
+        )
+        controller.handle_event("ADDED", cr())
+        running = asyncio.create_task(controller.run())
+        while len(seen) < 1:
+            await asyncio.sleep(0.01)
+        controller.handle_event("MODIFIED", cr(generation=2))
+        while len(seen) < 3:
+            await asyncio.sleep(0.01)
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+
+    asyncio.run(scenario())
+    assert seen == [triggers.CREATED, triggers.SPEC_CHANGED, triggers.BACKOFF]
 
 
 # -- the timeline ---------------------------------------------------------------------------------

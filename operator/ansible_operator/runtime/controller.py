@@ -93,10 +93,9 @@ class Controller:
         self._uids: dict[Key, str] = {}
         # The worker running each key's reconcile, and when that reconcile is done.
         self._running: dict[Key, tuple[asyncio.Task[Any], asyncio.Event]] = {}
-        # Why each queued key runs next: the first reason it was added for, else the reason of
-        # its timed re-run (core.triggers; for the run's record, never for what it does).
+        # Why each queued key runs next: the first reason it was added for, a timer's when it
+        # fires (core.triggers; for the run's record, never for what it does).
         self._why: dict[Key, triggers.Trigger] = {}
-        self._timed_why: dict[Key, triggers.Trigger] = {}
 
     def owned(self, key: Key) -> bool:
         """Whether this replica acts on ``key`` (always, without sharding)."""
@@ -171,7 +170,6 @@ class Controller:
         if event == "delete":
             self.queue.cancel(key)
             self._why.pop(key, None)
-            self._timed_why.pop(key, None)
             self._forget_created(key)
         watch = self._after_terminal if key in self._terminal else self.watch
         if predicates.primary_event_passes(event, old, new, watch):
@@ -268,9 +266,7 @@ class Controller:
                 self.queue.done(key)
 
     async def _process(self, key: Key) -> None:
-        timed = self._timed_why.pop(key, None)
-        why = self._why.pop(key, None) or timed or triggers.NONE_KNOWN
-        token = TRIGGER.set(why)
+        token = TRIGGER.set(self._why.pop(key, triggers.NONE_KNOWN))
         try:
             with logs.object_context(self.watch.gvk.kind, *key):
                 await self._reconcile_and_schedule(key)
@@ -325,14 +321,18 @@ class Controller:
         log.debug("reconciled", extra={"key": "/".join(key), "requeue_after": result.requeue_after})
         if result.requeue_after is None:
             self.queue.cancel(key)
-            self._timed_why.pop(key, None)
             return "success"
         self._schedule(key, result.requeue_after, result.reason or triggers.NONE_KNOWN)
         return "requeue_after"
 
     def _schedule(self, key: Key, delay: float, why: triggers.Trigger) -> None:
-        self._timed_why[key] = why
-        self.queue.schedule(key, delay)
+        """A timed re-run; ``why`` is its trigger once its timer fires (a stale one that fires
+        during another run is the reason of the run after)."""
+
+        def fired() -> None:
+            self._why.setdefault(key, why)
+
+        self.queue.schedule(key, delay, fired)
 
 
 def _event_name(event_type: str | None, old: dict[str, Any] | None) -> str:

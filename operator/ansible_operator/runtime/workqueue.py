@@ -102,20 +102,23 @@ class WorkQueue[K: Hashable]:
         self._resync[key] = None
         self._wakeup.set()
 
-    def schedule(self, key: K, delay: float) -> None:
-        """Queue ``key`` after ``delay`` seconds, replacing any timer it had (a retry)."""
+    def schedule(self, key: K, delay: float, fired: Callable[[], None] = lambda: None) -> None:
+        """Queue ``key`` after ``delay`` seconds, replacing any timer it had (a retry);
+        ``fired`` is called when it is queued so, not if the timer is replaced or cancelled."""
         self.cancel(key)
         if self._shut_down:
             return
         self._metrics.retries.inc()
         if delay <= 0:
+            fired()
             self.add(key)
             return
         loop = asyncio.get_running_loop()
-        self._timers[key] = loop.call_later(delay, self._fire, key)
+        self._timers[key] = loop.call_later(delay, self._fire, key, fired)
 
-    def _fire(self, key: K) -> None:
+    def _fire(self, key: K, fired: Callable[[], None]) -> None:
         self._timers.pop(key, None)
+        fired()
         self.add(key)
 
     def cancel(self, key: K) -> None:
