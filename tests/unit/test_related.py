@@ -287,6 +287,11 @@ def test_creates_changes_and_deletes_reconcile_status_changes_do_not() -> None:
     assert related_event(state, "ADDED", unrelated, keys_of) == set()
     assert related_event(state, "DELETED", unrelated, keys_of) == set()
     assert state == {}
+    # A list's items carry no apiVersion or kind, a watch's objects do: not a change.
+    listed = monitor("a", "l", {"team": "x"}, port=1)
+    related_event(state, "ADDED", listed, keys_of)
+    typed = {"apiVersion": MONITOR.api_version, "kind": MONITOR.kind, **listed}
+    assert related_event(state, "MODIFIED", {**typed, "status": {"up": True}}, keys_of) == set()
 
 
 # --- the runtime's handler ----------------------------------------------------------------------

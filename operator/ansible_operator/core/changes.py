@@ -28,7 +28,6 @@ MAX_PATHS = 64  # per object; the rest hashed together
 HASH_BYTES = 8
 REST = "(other fields)"  # the paths past MAX_PATHS, as one
 NAMED = 3  # fields a message names before "and N more"
-TYPE_FIELDS = frozenset({"apiVersion", "kind"})  # absent from a list's items
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +58,7 @@ def _hash(value: Any) -> bytes:
 
 def fields_of(obj: Mapping[str, Any]) -> Fields:
     """What is remembered of ``obj``: its view's paths and their values' hashes."""
-    view = {k: v for k, v in dependent_view(obj).items() if k not in TYPE_FIELDS}
-    leaves = list(_leaves(view, "", 0))
+    leaves = list(_leaves(dependent_view(obj), "", 0))
     if len(leaves) > MAX_PATHS:
         kept, rest = leaves[: MAX_PATHS - 1], leaves[MAX_PATHS - 1 :]
         leaves = [*kept, (REST, dict(rest))]

@@ -101,5 +101,10 @@ def primary_event_passes(
 def dependent_view(obj: Mapping[str, Any]) -> dict[str, Any]:
     """What DependentPredicate compares of an object: all of it but `status`,
     `metadata.resourceVersion` and the `time` of each managedFields entry. An update of an
-    owned object re-runs its owner when this view changed (`ownership.fingerprint` digests it)."""
-    return _without(obj, drop_managed_fields=False)
+    owned object re-runs its owner when this view changed (`ownership.fingerprint` digests it,
+    `changes.fields_of` keeps it by field). `apiVersion` and `kind` are left out too: a list's
+    items carry neither and a watch event's object both, and neither changes."""
+    view = _without(obj, drop_managed_fields=False)
+    view.pop("apiVersion", None)
+    view.pop("kind", None)
+    return view
