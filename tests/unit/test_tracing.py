@@ -146,10 +146,13 @@ class EventRunner:
     def __init__(self, outcome: RunResult, events: list[dict[str, Any]]) -> None:
         self.outcome = outcome
         self.events = events
+        self.written_at_start: dict[str, Any] = {}  # the run's record as it started
 
     async def run(
         self, request: RunRequest, on_event: EventCallback | None = None, *, logger: object = None
     ) -> RunResult:
+        record = request.private_data_dir / "runs" / f"{request.ident}.json"
+        self.written_at_start = json.loads(record.read_text())
         for event in self.events:
             if on_event is not None:
                 on_event(event)
@@ -173,9 +176,10 @@ class Traced:
             },
         )
         self.history = RunHistory(tmp_path / "runs", per_resource=5, max_bytes=1 << 20)
+        self.runner = EventRunner(outcome, events)
         session = RunSession(
             WATCH,
-            runner=EventRunner(outcome, events),
+            runner=self.runner,
             proxy=FakeProxy(),
             settings=RunSettings(),
             runner_base=tmp_path,
@@ -290,7 +294,7 @@ def test_a_reconcile_is_a_span_with_its_run_its_tasks_and_its_status_writes(
 
     trace_id = f"{reconcile.context.trace_id:032x}"
     [summary] = world.history.runs("test.example.com", "v1", "Thing", "ns", "a")
-    assert summary["traceId"] == trace_id
+    assert summary["traceId"] == world.runner.written_at_start["traceId"] == trace_id
     lines = [json.loads(line) for line in log_lines.getvalue().splitlines()]
     assert lines, "the run logs its tasks"
     assert {(line.get("trace_id"), line.get("span_id")) for line in lines} == {

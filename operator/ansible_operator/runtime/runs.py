@@ -145,6 +145,7 @@ class RunHistory:
         trigger: triggers.Trigger,
         finalizing: bool,
         ansible: str,
+        trace_id: str | None = None,
     ) -> RunRecord:
         meta = objects.metadata(obj)
         generation = meta.get("generation")
@@ -161,6 +162,7 @@ class RunHistory:
             finalizing=finalizing,
             ansible=ansible,
             started=self.clock(),
+            trace_id=trace_id,
         )
         self._live[ident] = record
         self._write(record)

@@ -180,8 +180,8 @@ class RunSession:
                     trigger=TRIGGER.get(),
                     finalizing=finalizing,
                     ansible=ansible,
+                    trace_id=self.tracing.trace_id() if self.tracing is not None else None,
                 )
-                record.trace_id = self.tracing.trace_id() if self.tracing is not None else None
                 timeline = record.timeline
 
             def on_event(event: dict[str, Any]) -> None:
