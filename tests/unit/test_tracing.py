@@ -31,7 +31,13 @@ from ansible_operator.runtime.reconcile import TRIGGER, ReconcileError
 from ansible_operator.runtime.reconciler import Reconciler
 from ansible_operator.runtime.runs import RunHistory
 from ansible_operator.runtime.session import RunSession
-from ansible_operator.runtime.tracing import CountingExporter, Tracing, TracingError, wanted
+from ansible_operator.runtime.tracing import (
+    EXPORTER_LOGGER,
+    CountingExporter,
+    Tracing,
+    TracingError,
+    wanted,
+)
 from tests.unit.fake_api import FakeApi
 from tests.unit.fake_runner import failed, succeeded
 from tests.unit.test_reconciler import FakeProxy
@@ -331,7 +337,7 @@ class Flaky:
         self._endpoint = "http://127.0.0.1:9/v1/traces"
 
     def export(self, spans: Any) -> SpanExportResult:
-        logging.getLogger("opentelemetry.exporter.otlp.proto.http.trace_exporter").error(
+        logging.getLogger(EXPORTER_LOGGER).error(
             "Failed to export spans batch code: None, reason: refused"
         )
         return self.results.pop(0)

@@ -43,10 +43,8 @@ log = logging.getLogger("tracing")
 DEFAULT_SERVICE_NAME = "ansible-operator"
 PROTOCOL = "http/protobuf"
 _TRUE = "true"
-_EXPORTER_LOGGERS = (
-    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
-    "opentelemetry.exporter.otlp.proto.http._common",
-)
+# Where the OTLP exporter says each failed batch and retry.
+EXPORTER_LOGGER = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
 _FAILED_TASK = ("failed", "unreachable")
 
 
@@ -149,8 +147,7 @@ class CountingExporter:
         self._failing = False
         self._lock = threading.Lock()
         self._held = _Held()
-        for name in _EXPORTER_LOGGERS:
-            logging.getLogger(name).addFilter(self._held)
+        logging.getLogger(EXPORTER_LOGGER).addFilter(self._held)
 
     def export(self, spans: Any) -> SpanExportResult:
         from opentelemetry.sdk.trace.export import SpanExportResult
