@@ -62,6 +62,7 @@ WAIT = 1800.0  # generous: a stuck run shows as a timeout, not as a hang
 QUIET = 3.0  # seconds without a finished reconcile: longer than a lone cold memcached run
 CREATORS = 8  # parallel API clients that create CRs
 CORES = ("2.18", "2.19", "2.20", "2.21")  # dev.mk's CORES
+UNRECORDED = "unrecorded"  # a mode's variant without run records (--run-history=0)
 DEFAULT_CORE = "2.18"  # the one of this project's own virtualenv (dev.mk's DEFAULT_CORE)
 
 
@@ -276,11 +277,14 @@ class Bench:
     ) -> launcher.OperatorProcess:
         """The operator in `namespace` with the runner `mode`, run by `python` (None: this
         one)."""
+        runner, _, variant = mode.partition("-")
         args = [
             f"--max-concurrent-reconciles={self.args.workers}",
             "--zap-encoder=json",
-            f"--runner={mode}",
+            f"--runner={runner}",
         ]
+        if variant == UNRECORDED:
+            args.append("--run-history=0")
         launch = launcher.LaunchConfig(
             workdir=BENCH,  # bench/watches.yaml
             project=REPO,
@@ -437,7 +441,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="ansible-cores (comma- or space-separated), each from its virtualenv; the first "
         "is the one the others are compared with",
     )
-    parser.add_argument("--modes", default="cold,warm", help="runner modes, interleaved")
+    parser.add_argument(
+        "--modes",
+        default="cold,warm",
+        help="runner modes, interleaved: cold or warm, each also as <mode>-unrecorded (no run "
+        "records, --run-history=0: what recording every run costs)",
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--singles", type=int, default=3, help="single trivial CRs per round")
     parser.add_argument("--trivial-burst", type=int, default=30)
@@ -457,6 +466,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         parser.error("--at-rest-crs must be at least 0")
     if not args.modes:
         parser.error("--modes names no mode")
+    known = [f"{runner}{variant}" for runner in ("cold", "warm") for variant in ("", "-unrecorded")]
+    if any(mode not in known for mode in args.modes):
+        parser.error(f"--modes takes {', '.join(known)}")
     unknown = [c for c in args.cores if c not in CORES]
     if unknown or not args.cores or len(set(args.cores)) != len(args.cores):
         parser.error(f"--cores names each of {', '.join(CORES)} at most once, and one at least")
