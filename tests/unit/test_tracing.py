@@ -36,6 +36,7 @@ from ansible_operator.runtime.tracing import (
     CountingExporter,
     Tracing,
     TracingError,
+    endpoint,
     wanted,
 )
 from tests.unit.fake_api import FakeApi
@@ -100,6 +101,27 @@ def test_what_the_operator_cannot_do_is_refused_in_one_line(
         wanted(environ)
     assert str(err.value).startswith(message)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("environ", "url"),
+    [
+        ({}, "http://localhost:4318/v1/traces"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318/"}, "http://c:4318/v1/traces"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "https://c/otlp"}, "https://c/otlp/v1/traces"),
+        (
+            {
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t:9/spans",
+            },
+            "http://t:9/spans",
+        ),
+    ],
+)
+def test_spans_go_to_the_traces_endpoint_or_the_otlp_one_s_v1_traces(
+    environ: dict[str, str], url: str
+) -> None:
+    assert endpoint(environ) == url
 
 
 def test_a_bad_sdk_disabled_value_is_read_as_false_and_said(
@@ -334,7 +356,6 @@ def test_without_tracing_the_record_has_no_trace_id(tmp_path: Path) -> None:
 class Flaky:
     def __init__(self) -> None:
         self.results: list[SpanExportResult] = []
-        self._endpoint = "http://127.0.0.1:9/v1/traces"
 
     def export(self, spans: Any) -> SpanExportResult:
         logging.getLogger(EXPORTER_LOGGER).error(
@@ -354,7 +375,7 @@ def test_spans_that_cannot_be_exported_are_counted_and_said_once(
 ) -> None:
     caplog.set_level(logging.INFO)
     flaky = Flaky()
-    exporter = CountingExporter(flaky)  # type: ignore[arg-type]
+    exporter = CountingExporter(flaky, "http://127.0.0.1:9/v1/traces")  # type: ignore[arg-type]
     provider = TracerProvider()
     tracing = Tracing(provider)
     registry = CollectorRegistry()
@@ -364,6 +385,9 @@ def test_spans_that_cannot_be_exported_are_counted_and_said_once(
     for batch in ([1, 2], [3], [4, 5, 6], [7]):
         exporter.export(batch)
     said = [(r.levelname, r.getMessage(), getattr(r, "reason", None)) for r in caplog.records]
+    assert {getattr(r, "endpoint", None) for r in caplog.records} == {
+        "http://127.0.0.1:9/v1/traces"
+    }
     assert said == [
         (
             "ERROR",

@@ -142,7 +142,7 @@ class Operator:
             tls=inputs.metrics_tls,
         )
         self.reconcilers: list[Reconciler] = []
-        self.tracing = tracing.otlp() if inputs.traced else None
+        self.tracing = tracing.otlp(settings.environ) if inputs.traced else None
         if self.tracing is not None:
             self.tracing.count_in(self.metrics.registry)
         self._probed: ColdRunner | None = None  # the runner the start-up probe asks

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry, Counter
 
+from ansible_operator import __version__
 from ansible_operator.core import GVK, triggers
 from ansible_operator.runner import RunResult, Timeline
 from ansible_operator.runtime import logs
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("tracing")
 
 DEFAULT_SERVICE_NAME = "ansible-operator"
+DEFAULT_ENDPOINT = "http://localhost:4318"  # the specification's, for OTLP/HTTP
 PROTOCOL = "http/protobuf"
 _TRUE = "true"
 # Where the OTLP exporter says each failed batch and retry.
@@ -96,7 +98,16 @@ def wanted(environ: Mapping[str, str]) -> bool:
     return True
 
 
-def otlp() -> Tracing:
+def endpoint(environ: Mapping[str, str]) -> str:
+    """Where spans go: the traces endpoint as given, else the OTLP endpoint's ``v1/traces``."""
+    given = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    if given:
+        return given
+    base = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or DEFAULT_ENDPOINT
+    return base.rstrip("/") + "/v1/traces"
+
+
+def otlp(environ: Mapping[str, str]) -> Tracing:
     """Traces exported with OTLP as the environment says (once ``wanted`` said yes): the SDK is
     imported here, and its batch processor's thread started."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -109,14 +120,15 @@ def otlp() -> Tracing:
     if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: DEFAULT_SERVICE_NAME}))
     provider = TracerProvider(resource=resource)
-    counting = CountingExporter(OTLPSpanExporter())
+    url = endpoint(environ)
+    counting = CountingExporter(OTLPSpanExporter(endpoint=url), url)
     # Duck-typed (the SDK's base class would import it with this module).
     provider.add_span_processor(BatchSpanProcessor(cast("SpanExporter", counting)))
     tracing = Tracing(provider)
     counting.on_dropped = lambda count: tracing.count_dropped(count)
     log.info(
         "Traces exported",
-        extra={"endpoint": counting.endpoint, "service": resource.attributes.get(SERVICE_NAME)},
+        extra={"endpoint": url, "service": resource.attributes.get(SERVICE_NAME)},
     )
     return tracing
 
@@ -140,9 +152,9 @@ class CountingExporter:
     """An exporter that counts the spans it could not deliver (dropped: the batch processor
     does not keep them) and says so once while it fails, and once when it works again."""
 
-    def __init__(self, inner: SpanExporter) -> None:
+    def __init__(self, inner: SpanExporter, endpoint: str) -> None:
         self.inner = inner
-        self.endpoint = str(getattr(inner, "_endpoint", ""))
+        self.endpoint = endpoint
         self.on_dropped: Callable[[int], None] = lambda count: None
         self._failing = False
         self._lock = threading.Lock()
@@ -177,12 +189,10 @@ class CountingExporter:
 
 
 class Tracing:
-    """The spans of reconciles, on one TracerProvider (``from_environ``; tests give one with an
+    """The spans of reconciles, on one TracerProvider (``otlp``; tests give one with an
     in-memory exporter)."""
 
     def __init__(self, provider: TracerProvider) -> None:
-        from ansible_operator import __version__
-
         self.provider = provider
         self.tracer = provider.get_tracer("ansible_operator", __version__)
         self.count_dropped: Callable[[int], None] = lambda count: None
