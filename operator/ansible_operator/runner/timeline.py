@@ -63,15 +63,7 @@ class Timeline:
             return
         where = (str(data.get("task_uuid") or data.get("task") or ""), str(data.get("host") or ""))
         if kind == "runner_on_start":
-            started = TaskRun(
-                name=str(data.get("task") or ""),
-                role=str(data.get("role") or ""),
-                host=where[1],
-                status="running",
-                changed=False,
-                started=str(event.get("created") or ""),
-                duration=None,
-            )
+            started = _running(data, str(event.get("created") or ""))
             if self._keep(started):
                 self._open[where] = started
             else:
@@ -84,16 +76,8 @@ class Timeline:
             self._left_out.discard(where)
             return
         task: TaskRun | None = self._open.pop(where, None)
-        if task is None:
-            task = TaskRun(
-                name=str(data.get("task") or ""),
-                role=str(data.get("role") or ""),
-                host=where[1],
-                status="running",
-                changed=False,
-                started="",
-                duration=None,
-            )
+        if task is None:  # a result without its start: kept from the result's own times
+            task = _running(data, "")
             if not self._keep(task):
                 return
         res = data.get("res")
@@ -115,3 +99,15 @@ class Timeline:
             return False
         self.tasks.append(task)
         return True
+
+
+def _running(data: Mapping[str, Any], started: str) -> TaskRun:
+    return TaskRun(
+        name=str(data.get("task") or ""),
+        role=str(data.get("role") or ""),
+        host=str(data.get("host") or ""),
+        status="running",
+        changed=False,
+        started=started,
+        duration=None,
+    )
