@@ -18,6 +18,7 @@ from kubernetes import client
 
 from ansible_operator import __version__
 from ansible_operator.devcluster import binaries, deploy
+from ansible_operator.gocompat import pluralize
 from tests.e2e.crds import GROUP, VERSION, install_crds, kind_crd
 from tests.e2e.waiting import wait_until
 from tests.image.pod import PodmanPod, service_account_dir
@@ -143,7 +144,7 @@ def _apply_samples(cluster, namespace: str, samples: list[Path]) -> list[dict]:
         for path in samples:
             cr = yaml.safe_load(path.read_text())
             group, version = cr["apiVersion"].split("/")
-            plural = cr["kind"].lower() + "s"
+            plural = pluralize(cr["kind"])  # Prometheus: prometheuses
             crs.create_namespaced_custom_object(group, version, namespace, plural, cr)
             applied.append((group, version, plural, cr["metadata"]["name"]))
     return applied
