@@ -126,6 +126,9 @@ class RunHistory:
         self.replica = replica or socket.gethostname()
         self.clock = clock
         self._index: dict[CRKey, list[_Kept]] | None = None  # newest first; read on first use
+        # Every kept record by path, in the order the runs started: the oldest go first when
+        # all of them outgrow max_bytes, found without a scan of every record.
+        self._by_start: dict[Path, _Kept] = {}
         self._live: dict[str, RunRecord] = {}  # running, by id
         self._bytes = 0
 
@@ -191,6 +194,7 @@ class RunHistory:
             return
         for kept in self._index.pop((gvk.group, gvk.version, gvk.kind, namespace, name), []):
             self._bytes -= kept.size
+            self._by_start.pop(kept.path, None)
 
     def _write(self, record: RunRecord) -> None:
         body = json.dumps(record.to_json(), separators=(",", ":")).encode()
@@ -213,16 +217,15 @@ class RunHistory:
                 self._bytes -= old.size
                 del kept[i]
                 break
-        kept.insert(0, _Kept(summary, path, size))
+        new = _Kept(summary, path, size)
+        kept.insert(0, new)
+        self._by_start[path] = new  # a record written again keeps its place
         self._bytes += size
         while len(kept) > self.per_resource:
             self._drop(key, kept[-1])
         while self._bytes > self.max_bytes:
-            oldest = min(
-                (k for runs in index.values() for k in runs if k.summary["ended"]),
-                key=lambda k: k.summary["started"],
-                default=None,
-            )
+            # The oldest that has ended (the runs under way are as many as the workers).
+            oldest = next((k for k in self._by_start.values() if k.summary["ended"]), None)
             if oldest is None:
                 break
             self._drop(_cr_key(oldest.summary), oldest)
@@ -233,6 +236,7 @@ class RunHistory:
         if kept in runs:
             runs.remove(kept)
             self._bytes -= kept.size
+        self._by_start.pop(kept.path, None)
         if not runs:
             index.pop(key, None)
         with contextlib.suppress(OSError):
@@ -300,6 +304,11 @@ class RunHistory:
             self._bytes += size
         for runs in self._index.values():
             runs.sort(key=lambda k: k.summary["started"] or "", reverse=True)
+        every = sorted(
+            (k for runs in self._index.values() for k in runs),
+            key=lambda k: k.summary["started"] or "",
+        )
+        self._by_start = {k.path: k for k in every}
         return self._index
 
     def _record_files(self) -> Iterator[Path]:
