@@ -249,6 +249,24 @@ def test_the_operator_starts_its_parts_in_one_order_and_stops_them_backwards() -
     assert op.user_metrics_server.run_env() == {}  # not listening
 
 
+def test_traces_are_exported_from_the_first_group_on_not_from_the_constructor() -> None:
+    settings = build_run_settings(
+        ["--metrics-bind-address=0", "--health-probe-bind-address=0"],
+        {"PATH": os.environ.get("PATH", ""), "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"},
+    )
+    ansible = AnsibleVersions(core="2.18.6", runner="2.4.1", playbook="/x")
+    op = Operator(
+        Inputs(settings, [THING], CREDS, traced=True),
+        client=FakeApi(),  # type: ignore[arg-type]
+        runner=ScriptedRunner([]),
+        ansible=ansible,
+    )
+    assert op.groups[0].name == "tracing"
+    assert op.tracing is not None
+    # No span processor, so no exporter thread, until the group starts.
+    assert op.tracing.provider._active_span_processor._span_processors == ()
+
+
 def test_without_owner_references_no_dependents_are_watched() -> None:
     op = operator("--inject-owner-ref=false")
     assert [g.name for g in op.groups] == [

@@ -273,6 +273,8 @@ class Operator:
             watches.insert(0, Served("dependents", self.dependents))
         grace = self.settings.ansible.graceful_shutdown_timeout
         groups = [
+            # The spans of the last runs are exported before this stops, after everything else.
+            Group("tracing", [Served("tracing", self.tracing)] if self.tracing else []),
             Group(
                 "ansible",
                 [AnsibleStartup(self._probed, self._ansible_found)] if self._probed else [],
@@ -432,8 +434,6 @@ class Operator:
             await self.client.close()
             if isinstance(self.runner, WarmRunner):
                 self.runner.close()  # its server exits once its runs have ended
-            if self.tracing is not None:
-                await asyncio.to_thread(self.tracing.shutdown)  # the spans not yet exported
 
     def _elector(self) -> Elector:
         """What decides whether this replica runs the watches and controllers: the leader's

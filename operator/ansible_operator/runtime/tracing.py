@@ -19,6 +19,7 @@ thread there): the tasks' spans come from the job events the operator receives.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import logging
@@ -109,7 +110,7 @@ def endpoint(environ: Mapping[str, str]) -> str:
 
 def otlp(environ: Mapping[str, str]) -> Tracing:
     """Traces exported with OTLP as the environment says (once ``wanted`` said yes): the SDK is
-    imported here, and its batch processor's thread started."""
+    imported here; its batch processor's thread starts with ``start`` (a runnable's)."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -122,14 +123,17 @@ def otlp(environ: Mapping[str, str]) -> Tracing:
     provider = TracerProvider(resource=resource)
     url = endpoint(environ)
     counting = CountingExporter(OTLPSpanExporter(endpoint=url), url)
-    # Duck-typed (the SDK's base class would import it with this module).
-    provider.add_span_processor(BatchSpanProcessor(cast("SpanExporter", counting)))
-    tracing = Tracing(provider)
+
+    def export() -> None:
+        # Duck-typed (the SDK's base class would import it with this module).
+        provider.add_span_processor(BatchSpanProcessor(cast("SpanExporter", counting)))
+        log.info(
+            "Traces exported",
+            extra={"endpoint": url, "service": resource.attributes.get(SERVICE_NAME)},
+        )
+
+    tracing = Tracing(provider, export=export)
     counting.on_dropped = lambda count: tracing.count_dropped(count)
-    log.info(
-        "Traces exported",
-        extra={"endpoint": url, "service": resource.attributes.get(SERVICE_NAME)},
-    )
     return tracing
 
 
@@ -192,10 +196,13 @@ class Tracing:
     """The spans of reconciles, on one TracerProvider (``otlp``; tests give one with an
     in-memory exporter)."""
 
-    def __init__(self, provider: TracerProvider) -> None:
+    def __init__(
+        self, provider: TracerProvider, *, export: Callable[[], None] = lambda: None
+    ) -> None:
         self.provider = provider
         self.tracer = provider.get_tracer("ansible_operator", __version__)
         self.count_dropped: Callable[[int], None] = lambda count: None
+        self._export = export  # adds the exporting span processor (its thread) to the provider
 
     def count_in(self, registry: CollectorRegistry) -> None:
         """Count the spans the exporter drops in ``ansible_operator_trace_spans_dropped_total``."""
@@ -206,9 +213,13 @@ class Tracing:
         )
         self.count_dropped = dropped.inc
 
-    def shutdown(self) -> None:
-        """Export what is left and stop the exporter's thread (blocking: call it in a thread)."""
-        self.provider.shutdown()
+    async def start(self) -> None:
+        """Start exporting (``runnables.Served``: before the servers, stopped after them)."""
+        self._export()
+
+    async def stop(self) -> None:
+        """Export what is left and stop the exporter's thread."""
+        await asyncio.to_thread(self.provider.shutdown)
 
     @contextlib.contextmanager
     def reconcile(
