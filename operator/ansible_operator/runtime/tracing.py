@@ -162,13 +162,19 @@ class CountingExporter:
         self.on_dropped: Callable[[int], None] = lambda count: None
         self._failing = False
         self._lock = threading.Lock()
-        self._held = _Held()
-        logging.getLogger(EXPORTER_LOGGER).addFilter(self._held)
 
     def export(self, spans: Any) -> SpanExportResult:
         from opentelemetry.sdk.trace.export import SpanExportResult
 
-        result = self.inner.export(spans)
+        # The exporter's lines are held while it exports, and only then: no filter outlives
+        # the call on the process's logger.
+        held = _Held()
+        exporter_log = logging.getLogger(EXPORTER_LOGGER)
+        exporter_log.addFilter(held)
+        try:
+            result = self.inner.export(spans)
+        finally:
+            exporter_log.removeFilter(held)
         with self._lock:
             if result is SpanExportResult.SUCCESS:
                 if self._failing:
@@ -181,7 +187,7 @@ class CountingExporter:
                 log.error(
                     "Traces cannot be exported: spans are dropped (counted in "
                     "ansible_operator_trace_spans_dropped_total) until the endpoint takes them",
-                    extra={"endpoint": self.endpoint, "reason": self._held.last},
+                    extra={"endpoint": self.endpoint, "reason": held.last},
                 )
         return result
 
