@@ -3,6 +3,7 @@ CRs with their last outcome, a CR's runs, one run's timeline picture."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 from ansible_operator.runtime import runs_page
@@ -26,7 +27,9 @@ class History:
 
 
 def page(**query) -> tuple[int, str]:
-    return runs_page.render(History(), query)  # type: ignore[arg-type]
+    """The operator's own page: its replica's history as the source."""
+    source = runs_page.HistorySource(History())  # type: ignore[arg-type]
+    return asyncio.run(runs_page.render(source, query))
 
 
 def test_the_page_lists_each_kinds_crs_with_their_last_outcome():

@@ -9,23 +9,31 @@ view reloads itself every 2 s (a meta refresh) until it ends. One path keeps
 the page apart from the API's (``/runs/{group}/...``) and needs no rule beyond theirs. The
 HTML is a Jinja2 template (Jinja2 comes with ansible-core), escaped throughout; there is no
 script, and every link is relative (a query, or ``ui``), so the page works as well behind the
-API server's Pod proxy (``kubectl proxy``) as on the port itself. The page shows this replica's
-runs: each replica keeps its own (docs/runs.md).
+API server's Pod proxy (``kubectl proxy``) as on the port itself.
+
+One renderer, two sources (``RunsSource``): the operator serves its own replica's runs
+(``HistorySource``: each replica keeps its own, docs/runs.md), and ``ansible-operator runs ui``
+serves the same page on the user's machine from every replica's runs, merged
+(``dev.runs_ui``), with a replica column and a line on each replica that did not answer. A
+source is asked for afresh at each page load (``Sources``), so a merged page is as new as the
+replicas' answers.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
 from ansible_operator.core import timeline_layout
 from ansible_operator.runtime.runs import RunHistory
 
-Route = tuple[str, Callable[[web.Request], Awaitable[web.StreamResponse]]]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Route = tuple[str, Handler]
 PATH = "/runs/ui"
 TEMPLATE = "runs_page.html.j2"
 
@@ -36,14 +44,89 @@ ROW_HEIGHT = 22
 AXIS_HEIGHT = 24
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where a page's runs come from: the replicas that answered, by name; when several were
+    asked and merged (``merged``), each run names the one that ran it, and ``skipped`` says, a
+    line each, why the others did not answer."""
+
+    replicas: tuple[str, ...]
+    skipped: tuple[str, ...] = ()
+    merged: bool = False
+
+
+class Unavailable(Exception):
+    """The runs cannot be read just now (a replica that stopped answering): one line, shown on
+    the page with 502."""
+
+
+class RunsSource(Protocol):
+    """What the page reads, in the runs API's shapes (docs/runs.md): ``kinds`` as ``GET
+    /runs`` says them, ``runs`` a CR's summaries newest first, ``record`` one run with its
+    tasks and output (None when there is no such run). Any method may raise Unavailable."""
+
+    @property
+    def origin(self) -> Origin: ...
+
+    async def kinds(self) -> list[dict[str, Any]]: ...
+
+    async def runs(
+        self, group: str, version: str, kind: str, namespace: str, name: str
+    ) -> list[dict[str, Any]]: ...
+
+    async def record(
+        self, group: str, version: str, kind: str, namespace: str, name: str, run_id: str
+    ) -> dict[str, Any] | None: ...
+
+
+Sources = Callable[[], Awaitable[RunsSource]]  # a source for one page load
+
+
+class HistorySource:
+    """This replica's runs: the operator's own RunHistory."""
+
+    def __init__(self, history: RunHistory) -> None:
+        self.history = history
+
+    @property
+    def origin(self) -> Origin:
+        return Origin((self.history.replica,))
+
+    async def kinds(self) -> list[dict[str, Any]]:
+        return self.history.kinds()
+
+    async def runs(
+        self, group: str, version: str, kind: str, namespace: str, name: str
+    ) -> list[dict[str, Any]]:
+        return self.history.runs(group, version, kind, namespace, name)
+
+    async def record(
+        self, group: str, version: str, kind: str, namespace: str, name: str, run_id: str
+    ) -> dict[str, Any] | None:
+        return self.history.record(group, version, kind, namespace, name, run_id)
+
+
 def routes(history: RunHistory) -> list[Route]:
     """The page's one GET route, for the metrics server's application."""
+    source = HistorySource(history)
+
+    async def this_replica() -> RunsSource:
+        return source
+
+    return [(PATH, handler(this_replica))]
+
+
+def handler(sources: Sources) -> Handler:
+    """The page's GET handler, each load rendered from a fresh source."""
 
     async def page(request: web.Request) -> web.Response:
-        status, html = render(history, request.query)
+        try:
+            status, html = await render(await sources(), request.query)
+        except Unavailable as err:
+            status, html = 502, _error(Origin((), merged=True), str(err))
         return web.Response(status=status, text=html, content_type="text/html", charset="utf-8")
 
-    return [(PATH, page)]
+    return page
 
 
 @functools.cache
@@ -57,29 +140,37 @@ def _template() -> Any:
     return environment.from_string(text)
 
 
-def render(history: RunHistory, query: Mapping[str, str]) -> tuple[int, str]:
-    """The view ``query`` asks for, as (HTTP status, HTML)."""
-    page: dict[str, Any] = {"replica": history.replica}
+def _html(origin: Origin, **view: Any) -> str:
+    replica = ", ".join(origin.replicas) if not origin.merged else f"{len(origin.replicas)} replicas"
+    return _template().render(origin=origin, replica=replica, **view)
+
+
+def _error(origin: Origin, error: str) -> str:
+    return _html(origin, view="error", error=error)
+
+
+async def render(source: RunsSource, query: Mapping[str, str]) -> tuple[int, str]:
+    """The view ``query`` asks for, as (HTTP status, HTML); Unavailable when the source is."""
+    origin = source.origin
     kind = query.get("kind", "")
     if not kind:
-        return 200, _template().render(view="kinds", kinds=history.kinds(), **page)
+        return 200, _html(origin, view="kinds", kinds=await source.kinds())
     group, _, rest = kind.partition("/")
     version, _, kind_name = rest.partition("/")
     name = query.get("name", "")
     if not (group and version and kind_name and name):
-        return 400, _template().render(
-            view="error", error="kind=<group>/<version>/<Kind> and name= are needed", **page
-        )
+        return 400, _error(origin, "kind=<group>/<version>/<Kind> and name= are needed")
     namespace = query.get("namespace", "")
     cr = {"kind": kind, "kindName": kind_name, "namespace": namespace, "name": name}
     run_id = query.get("run", "")
     if not run_id:
-        runs = history.runs(group, version, kind_name, namespace, name)
-        return 200, _template().render(view="cr", cr=cr, runs=runs, **page)
-    record = history.record(group, version, kind_name, namespace, name, run_id)
+        runs = await source.runs(group, version, kind_name, namespace, name)
+        return 200, _html(origin, view="cr", cr=cr, runs=runs)
+    record = await source.record(group, version, kind_name, namespace, name, run_id)
     if record is None:
-        return 404, _template().render(view="error", error=f"no run {run_id} here", **page)
-    return 200, _template().render(view="run", cr=cr, run=record, picture=picture(record), **page)
+        where = "on these replicas" if origin.merged else "here"
+        return 404, _error(origin, f"no run {run_id} {where}")
+    return 200, _html(origin, view="run", cr=cr, run=record, picture=picture(record))
 
 
 def picture(record: Mapping[str, Any]) -> dict[str, Any]:
