@@ -17,7 +17,7 @@ import asyncio
 import json
 import os
 import ssl
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -290,6 +290,24 @@ def resolve_resource(known: Iterable[Resource], name: str, namespace: str | None
         raise RunsError(f"{name!r} is in several namespaces ({spaces}): pass -n NAMESPACE")
     where = f" in namespace {namespace}" if namespace else ""
     raise RunsError(f"no run records of {name!r}{where}")
+
+
+def merged_kinds(overviews: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The ``kinds`` of several replicas' ``GET /runs`` answers as one, in a replica's order
+    (by apiVersion and kind, each's CRs by namespace and name): every CR any replica has runs
+    of, with the newest of their last runs."""
+    found: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {}
+    for overview in overviews:
+        for entry in overview.get("kinds") or ():
+            known = found.setdefault((entry["apiVersion"], entry["kind"]), {})
+            for item in entry.get("resources") or ():
+                key = (item.get("namespace") or "", item["name"])
+                if key not in known or item["last"]["started"] > known[key]["last"]["started"]:
+                    known[key] = item
+    return [
+        {"apiVersion": api_version, "kind": kind, "resources": [known[k] for k in sorted(known)]}
+        for (api_version, kind), known in sorted(found.items())
+    ]
 
 
 def newest_first(summaries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
