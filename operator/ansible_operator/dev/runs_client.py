@@ -3,17 +3,18 @@ runs``: one operator at a URL, or every replica of one in a cluster, merged.
 
 In a cluster the operator's Pods are found by their label (``control-plane:
 controller-manager``, as config/manager puts it) with the user's own kubeconfig, and each
-replica's metrics port is reached through the API server's Pod proxy
-(``pods/<scheme>:<pod>:<port>/proxy``), so the user needs ``get`` on ``pods/proxy``, nothing
-else. The API server authenticates the user and does not pass their credentials on to the Pod:
-an operator started with ``--metrics-require-rbac`` refuses those requests (401), and is read
-with ``--url`` and a token instead (through ``kubectl port-forward``). Each replica keeps its own
-runs; a run says which replica ran it. Every failure is a ``RunsError``: one line.
+replica's metrics port is reached through a port-forward (``kube.portforward``, what ``kubectl
+port-forward`` does), so the user needs ``list`` on ``pods`` and ``create`` on
+``pods/portforward``. A Pod started with ``--metrics-require-rbac`` is sent a bearer token, the
+one given or the kubeconfig's own, and the operator asks the API server whether it may read the
+runs; a client certificate cannot be passed on. Each replica keeps its own runs; a run says
+which replica ran it. Every failure is a ``RunsError``: one line.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import ssl
@@ -25,7 +26,7 @@ from urllib.parse import quote
 import aiohttp
 
 from ansible_operator.gocompat import parse_bool
-from ansible_operator.kube import ApiError, KubeClient, Unreachable
+from ansible_operator.kube import ApiError, KubeClient, Unreachable, portforward
 
 METRICS_PORT_NAME = "metrics"
 
@@ -36,6 +37,10 @@ class RunsError(Exception):
 
 class NotFound(RunsError):
     """The operator does not know what was asked for (404)."""
+
+
+class Unauthorized(RunsError):
+    """The operator wants a bearer token the API server accepts (401)."""
 
 
 Get = Callable[[str], Awaitable[Any]]
@@ -49,19 +54,12 @@ class Replica:
     get: Get
 
 
-def _refusal(where: str, status: int, text: str, path: str, via_proxy: bool) -> RunsError:
+def _refusal(where: str, status: int, text: str, path: str) -> RunsError:
     text = text.strip()
     if status == 404:
         return NotFound(f"{where}: {text or 'not found'}")
-    if status == 401 and via_proxy:
-        return RunsError(
-            f"{where} requires a bearer token (--metrics-require-rbac), which the API server's "
-            "Pod proxy does not pass on: kubectl port-forward the Pod's metrics port, then "
-            "`ansible-operator runs --url https://127.0.0.1:PORT --token ... "
-            "--insecure-skip-tls-verify` (docs/runs.md)"
-        )
     if status == 401:
-        return RunsError(
+        return Unauthorized(
             f"{where} requires a bearer token that the API server accepts "
             "(--metrics-require-rbac): pass --token"
         )
@@ -83,10 +81,17 @@ def _json(where: str, path: str, payload: Any) -> Any:
 
 
 def url_replica(
-    url: str, session: aiohttp.ClientSession, *, token: str | None, insecure: bool
+    url: str,
+    session: aiohttp.ClientSession,
+    *,
+    token: str | None,
+    insecure: bool,
+    where: str | None = None,
 ) -> Replica:
-    """The operator whose metrics server is at ``url`` (``http(s)://host:port``)."""
+    """The operator whose metrics server is at ``url`` (``http(s)://host:port``), named
+    ``where`` in errors (default: the URL)."""
     base = url.rstrip("/")
+    where = where or base
     headers = {"Accept": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
@@ -101,15 +106,15 @@ def url_replica(
             async with session.get(base + path, headers=headers, ssl=tls) as resp:
                 text = await resp.text(errors="replace")
                 if resp.status >= 400:
-                    raise _refusal(base, resp.status, _error_text(text), path, via_proxy=False)
+                    raise _refusal(where, resp.status, _error_text(text), path)
         except aiohttp.ClientConnectorCertificateError as err:
             raise RunsError(
-                f"{base}: the certificate is not trusted ({err.certificate_error}); the "
+                f"{where}: the certificate is not trusted ({err.certificate_error}); the "
                 "operator's own is self-signed: --insecure-skip-tls-verify"
             ) from None
         except (TimeoutError, aiohttp.ClientError) as err:
-            raise RunsError(f"cannot reach the operator at {base}: {_reason(err)}") from None
-        return _json(base, path, text)
+            raise RunsError(f"cannot reach {where}: {_reason(err)}") from None
+        return _json(where, path, text)
 
     return Replica(get)
 
@@ -132,32 +137,50 @@ def _error_text(text: str) -> str:
     return str(body.get("error", text)) if isinstance(body, dict) else text
 
 
-def metrics_endpoint(pod: dict[str, Any]) -> tuple[str, int] | None:
-    """The scheme and port of a Pod's metrics server: the container port named ``metrics``
-    of the container that has one; https when that container's args say
-    ``--metrics-secure``."""
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a Pod serves its metrics, as its container's args say."""
+
+    scheme: str  # https with --metrics-secure
+    port: int
+    guarded: bool  # --metrics-require-rbac: it wants a bearer token
+
+
+def metrics_endpoint(pod: dict[str, Any]) -> Endpoint | None:
+    """The metrics server of a Pod: the container port named ``metrics`` of the container that
+    has one, and what that container's args say of it."""
     for container in (pod.get("spec") or {}).get("containers") or ():
         for port in container.get("ports") or ():
             if port.get("name") == METRICS_PORT_NAME and port.get("containerPort"):
-                return _scheme(container.get("args") or ()), int(port["containerPort"])
+                args = container.get("args") or ()
+                return Endpoint(
+                    "https" if _flag(args, "metrics-secure") else "http",
+                    int(port["containerPort"]),
+                    _flag(args, "metrics-require-rbac"),
+                )
     return None
 
 
-def _scheme(args: Iterable[str]) -> str:
-    secure = False
+def _flag(args: Iterable[str], flag: str) -> bool:
+    """A boolean flag's value in ``args`` (the last one given; false when absent or bad)."""
+    value = False
     for arg in args:
-        name, sep, value = arg.lstrip("-").partition("=")
-        if name == "metrics-secure":
+        name, sep, text = arg.lstrip("-").partition("=")
+        if name == flag:
             try:
-                secure = parse_bool(value) if sep else True
+                value = parse_bool(text) if sep else True
             except ValueError:
-                secure = False
-    return "https" if secure else "http"
+                value = False
+    return value
 
 
-async def cluster_replicas(client: KubeClient, namespace: str, selector: str) -> list[Replica]:
-    """The running Pods labelled ``selector`` in ``namespace``, each reached through the API
-    server's Pod proxy; RunsError when there are none."""
+@contextlib.asynccontextmanager
+async def cluster_replicas(
+    client: KubeClient, namespace: str, selector: str, *, token: str | None
+) -> AsyncIterator[list[Replica]]:
+    """The running Pods labelled ``selector`` in ``namespace``, each reached through a
+    port-forward while the context lasts; RunsError when there are none. A Pod with
+    ``--metrics-require-rbac`` is sent ``token``, else the kubeconfig's bearer token."""
     where = f"namespace {namespace}"
     try:
         pods = await client.get(
@@ -167,18 +190,16 @@ async def cluster_replicas(client: KubeClient, namespace: str, selector: str) ->
         raise RunsError(f"cannot list the operator's Pods in {where}: {err}") from None
     except Unreachable as err:
         raise RunsError(f"cannot reach the API server: {err}") from None
-    replicas = []
+    running: list[tuple[str, Endpoint]] = []
     skipped = []
     for pod in pods.get("items") or ():
         name = pod["metadata"]["name"]
         endpoint = metrics_endpoint(pod)
         if (pod.get("status") or {}).get("phase") != "Running" or endpoint is None:
             skipped.append(name)
-            continue
-        scheme, port = endpoint
-        base = f"/api/v1/namespaces/{quote(namespace)}/pods/{scheme}:{name}:{port}/proxy"
-        replicas.append(Replica(_proxied(client, name, base)))
-    if not replicas:
+        else:
+            running.append((name, endpoint))
+    if not running:
         why = (
             f" (not running, or no container port named {METRICS_PORT_NAME}: {', '.join(skipped)})"
             if skipped
@@ -188,22 +209,59 @@ async def cluster_replicas(client: KubeClient, namespace: str, selector: str) ->
             f"no operator Pod labelled {selector} in {where}{why}: "
             "is it deployed there? (--operator-namespace, --selector)"
         )
-    return replicas
+    bearer = token or client.creds.bearer_token()
+    async with contextlib.AsyncExitStack() as stack:
+        session = await stack.enter_async_context(
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
+        )
+        replicas = []
+        for name, endpoint in running:
+            forward = await stack.enter_async_context(
+                portforward.forward(client, namespace, name, endpoint.port)
+            )
+            replicas.append(
+                _forwarded(name, forward, endpoint, session, bearer if endpoint.guarded else None)
+            )
+        yield replicas
 
 
-def _proxied(client: KubeClient, pod: str, base: str) -> Get:
+def _forwarded(
+    pod: str,
+    forward: portforward.Forward,
+    endpoint: Endpoint,
+    session: aiohttp.ClientSession,
+    token: str | None,
+) -> Replica:
+    """The replica in ``pod``, through ``forward``: the operator's own certificate is not
+    checked (it is self-signed; the API server carries the connection to the Pod)."""
     where = f"the operator's Pod {pod}"
+    through = url_replica(
+        f"{endpoint.scheme}://127.0.0.1:{forward.port}",
+        session,
+        token=token,
+        insecure=True,
+        where=where,
+    )
 
     async def get(path: str) -> Any:
         try:
-            payload = await client.get(base + path)
-        except ApiError as err:
-            raise _refusal(where, err.status, _error_text(err.message), path, True) from None
-        except Unreachable as err:
-            raise RunsError(f"cannot reach {where} through the API server: {err}") from None
-        return _json(where, path, payload)
+            return await through.get(path)
+        except Unauthorized:
+            if token is not None:
+                raise
+            raise RunsError(
+                f"{where} requires a bearer token (--metrics-require-rbac), and your kubeconfig "
+                "has none to pass on (a client certificate cannot be): pass --token, say from "
+                "`kubectl create token` of a ServiceAccount bound to runs-reader"
+            ) from None
+        except NotFound:
+            raise
+        except RunsError:
+            if forward.failure is None:
+                raise
+            raise RunsError(f"cannot port-forward to {where}: {forward.failure}") from None
 
-    return get
+    return Replica(get)
 
 
 # -- what the runs API says, merged over the replicas ----------------------------------------

@@ -235,10 +235,11 @@ class DevCluster:
         launch(by_name["kube-apiserver"])
         self._wait_healthy([by_name["kube-apiserver"]], state)
         self._say(f"kube-apiserver ready at {server} ({time.monotonic() - started_at:.1f}s)")
+        api = LocalApi(server, cluster_certs)
+        self._create_port_forward_crd(api)
         rest = [c for c in comps if c.name not in ("etcd", "kube-apiserver")]
         for comp in rest:
             launch(comp)
-        api = LocalApi(server, cluster_certs)
         self._create_node(api)
         self._wait_healthy(rest, state)
         self._wait_for(
@@ -253,6 +254,18 @@ class DevCluster:
         )
         self._say(f"cluster ready in {time.monotonic() - started_at:.1f}s")
         return self.kubeconfig
+
+    def _create_port_forward_crd(self, api: LocalApi) -> None:
+        crd = yaml.safe_load(
+            resources.files("ansible_operator.devcluster")
+            .joinpath("kwok-portforward-crd.yaml")
+            .read_text()
+        )
+        code, body = api.request(
+            "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd
+        )
+        if code not in (201, 409):
+            raise ClusterError(f"creating kwok's PortForward CRD failed: HTTP {code}: {body}")
 
     def _create_node(self, api: LocalApi) -> None:
         code, body = api.request("POST", "/api/v1/nodes", components.fake_node(NODE_NAME))

@@ -109,6 +109,7 @@ def build(
                 "--advertise-address=127.0.0.1",
                 f"--secure-port={api}",
                 "--endpoint-reconciler-type=none",
+                "--kubelet-preferred-address-types=InternalIP",  # a fake Node's Hostname resolves nowhere
                 f"--cert-dir={layout.data('kube-apiserver')}",
                 f"--tls-cert-file={certs.serving_cert}",
                 f"--tls-private-key-file={certs.serving_key}",
@@ -165,8 +166,16 @@ def build(
                 "--node-ip=127.0.0.1",
                 "--node-lease-duration-seconds=40",
                 f"--server-address=127.0.0.1:{ports['kwok']}",
+                # The Node's kubelet endpoint: the API server's port-forward comes here (over
+                # TLS, unverified as it has no --kubelet-certificate-authority), and kwok
+                # forwards as the Pod's PortForward object says.
+                f"--node-port={ports['kwok']}",
+                f"--tls-cert-file={certs.serving_cert}",
+                f"--tls-private-key-file={certs.serving_key}",
+                "--enable-crds=PortForward",
             ],
-            f"http://127.0.0.1:{ports['kwok']}/healthz",
+            f"https://127.0.0.1:{ports['kwok']}/healthz",
+            verify_tls=False,
         ),
     ]
 

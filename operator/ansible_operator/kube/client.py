@@ -197,6 +197,23 @@ class KubeClient:
     async def get(self, path: str, params: dict[str, str] | None = None) -> Any:
         return await self.request("GET", path, params=params)
 
+    def websocket(
+        self, path: str, params: dict[str, str], protocol: str
+    ) -> aiohttp.client._WSRequestContextManager:
+        """A WebSocket to ``path`` with the credentials, speaking ``protocol`` (``async with``);
+        aiohttp's WSServerHandshakeError carries the status of a refusal."""
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        return self._session.ws_connect(
+            self.creds.server + path,
+            params=params,
+            protocols=(protocol,),
+            headers=auth_headers(self.creds),
+            ssl=self._ssl,
+            timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=10),
+            autoping=True,
+        )
+
     async def watch(
         self, path: str, params: dict[str, str], *, read_timeout: float
     ) -> AsyncIterator[dict[str, Any]]:
