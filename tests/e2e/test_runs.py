@@ -1,17 +1,20 @@
 """The run records' consumers against a real operator on the local cluster (issue 26, item 2):
 ``ansible-operator runs`` (list, show, --output json, --follow) at the operator's URL and
-through the API server's Pod proxy with two replicas merged, what works with
-``--metrics-require-rbac``, and the runs page in headless Chromium (Debian's ``chromium`` and
-``chromium-driver``, driven by Selenium), on the operator's port and through ``kubectl proxy``,
-a screenshot of each view kept in ``build/test-artifacts/runs-page/``.
+through port-forwards with two replicas merged, what works with ``--metrics-require-rbac``
+(the kubeconfig's own token, --token, a client certificate), and the runs page in headless
+Chromium (Debian's ``chromium`` and ``chromium-driver``, driven by Selenium), on the operator's
+port and through ``kubectl proxy``, a screenshot of each view kept in
+``build/test-artifacts/runs-page/``.
 
 The operators run on this machine, not in Pods: kwok plays the kubelet. A Pod object labelled
-as config/manager labels the operator's, its status's IP set to this machine's address, stands
-for each, so the API server's Pod proxy really reaches the operator's metrics port.
+as config/manager labels the operator's stands for each: kwok's PortForward object of its name
+sends a port-forward to the operator's metrics port, and its status's IP, set to this machine's
+address, lets the API server's Pod proxy reach that port too.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import socket
@@ -21,12 +24,14 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+import aiohttp
 import pytest
 import yaml
 from kubernetes import client
 
 from ansible_operator.devcluster import binaries
 from ansible_operator.devcluster.processes import free_ports
+from ansible_operator.kube import KubeClient, load_credentials, portforward
 
 from .cluster import fresh_namespace
 from .crds import GROUP, VERSION, install_crds, kind_crd
@@ -204,7 +209,7 @@ def test_runs_follows_a_running_run(operator, crs, namespace, steppers):
 # -- through the API server -------------------------------------------------------------------
 
 
-def operator_pod(core, namespace: str, name: str, port: int, args: list[str]) -> None:
+def operator_pod(cluster, core, namespace: str, name: str, port: int, args: list[str]) -> None:
     """A Pod object standing for an operator replica on this machine (see the docstring)."""
     pod = {
         "metadata": {"name": name, "labels": {"control-plane": "controller-manager"}},
@@ -233,23 +238,56 @@ def operator_pod(core, namespace: str, name: str, port: int, args: list[str]) ->
             {"op": "replace", "path": "/status/podIPs", "value": [{"ip": address}]},
         ],
     )
+    forward = {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "PortForward",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"forwards": [{"ports": [port], "target": {"address": "127.0.0.1", "port": port}}]},
+    }
+    with cluster.api_client() as api_client:
+        client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+            "kwok.x-k8s.io", "v1alpha1", namespace, "portforwards", forward
+        )
+    scheme = "https" if "--metrics-secure" in args else "http"
+    wait_until(
+        lambda: asyncio.run(forwarded_answer(cluster, namespace, name, port, scheme)),
+        what=f"a port-forward to Pod {name} to reach its operator",
+    )
 
 
-def test_runs_of_every_replica_through_the_api_server(
+async def forwarded_answer(cluster, namespace: str, pod: str, port: int, scheme: str) -> bool:
+    """Whether an HTTP request through a port-forward to ``pod`` gets an answer (any status:
+    kwok may not have seen its PortForward object yet)."""
+    kube = KubeClient(load_credentials(kubeconfig=str(cluster.kubeconfig)))
+    try:
+        async with (
+            portforward.forward(kube, namespace, pod, port) as forward,
+            aiohttp.ClientSession() as session,
+        ):
+            try:
+                async with session.get(f"{scheme}://127.0.0.1:{forward.port}/", ssl=False):
+                    return True
+            except aiohttp.ClientError:
+                return False
+    finally:
+        await kube.close()
+
+
+def test_runs_of_every_replica_through_port_forwards(
     operator, cluster, crs, core, namespace, steppers, tmp_path
 ):
-    url_a = start(operator, bind="0.0.0.0")
+    url_a = start(operator)
     with fresh_namespace(cluster) as other:
         second = Operator(tmp_path / "second", cluster.kubeconfig, [other])
         (tmp_path / "second").mkdir()
         try:
-            url_b = start(second, bind="0.0.0.0")
+            url_b = start(second)
             make_stepper(crs, namespace, "alpha")
             make_stepper(crs, other, "beta")
             wait_condition(crs, namespace, KIND, "alpha", "Successful")
             wait_condition(crs, other, KIND, "beta", "Successful")
             for url, port_of in ((url_a, "op-a"), (url_b, "op-b")):
-                operator_pod(core, namespace, port_of, int(url.rsplit(":", 1)[1]), [])
+                operator_pod(cluster, core, namespace, port_of, int(url.rsplit(":", 1)[1]), [])
             kubeconfig = ["--kubeconfig", str(cluster.kubeconfig)]
             where = [*kubeconfig, "--operator-namespace", namespace]
 
@@ -320,23 +358,81 @@ def readers(cluster, namespace):
             rbac.delete_cluster_role(role["metadata"]["name"])
 
 
-def test_runs_with_metrics_require_rbac(operator, cluster, crs, core, namespace, steppers, readers):
+def token_kubeconfig(cluster, path: Path, token: str) -> Path:
+    """The cluster's kubeconfig with a bearer token for its user instead of the admin's client
+    certificate."""
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    config["users"] = [{"name": config["users"][0]["name"], "user": {"token": token}}]
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_runs_with_metrics_require_rbac(
+    operator, cluster, crs, core, namespace, steppers, readers, tmp_path
+):
     reader, stranger = readers
     secure = ["--metrics-secure", "--metrics-require-rbac"]
-    url = start(operator, *secure, bind="0.0.0.0")
+    url = start(operator, *secure)
     make_stepper(crs, namespace, "guarded")
     wait_condition(crs, namespace, KIND, "guarded", "Successful")
+    operator_pod(cluster, core, namespace, "op-secure", int(url.rsplit(":", 1)[1]), secure)
+    where = ["--operator-namespace", namespace]
 
-    # The API server keeps the user's credentials to itself: the operator sees none.
-    operator_pod(core, namespace, "op-secure", int(url.rsplit(":", 1)[1]), secure)
-    proxied = runs("--kubeconfig", str(cluster.kubeconfig), "--operator-namespace", namespace)
-    assert proxied.returncode == 1
-    assert proxied.stderr == (
+    # The admin's kubeconfig has a client certificate, which cannot be passed on.
+    admin = runs("--kubeconfig", str(cluster.kubeconfig), *where)
+    assert admin.returncode == 1
+    assert admin.stderr == (
         "ansible-operator runs: the operator's Pod op-secure requires a bearer token "
-        "(--metrics-require-rbac), which the API server's Pod proxy does not pass on: kubectl "
-        "port-forward the Pod's metrics port, then `ansible-operator runs --url "
-        "https://127.0.0.1:PORT --token ... --insecure-skip-tls-verify` (docs/runs.md)\n"
+        "(--metrics-require-rbac), and your kubeconfig has none to pass on (a client "
+        "certificate cannot be): pass --token, say from `kubectl create token` of a "
+        "ServiceAccount bound to runs-reader\n"
     )
+    denied = runs("--kubeconfig", str(cluster.kubeconfig), *where, "--token", stranger)
+    assert denied.returncode == 1
+    assert denied.stderr.startswith(
+        "ansible-operator runs: the operator's Pod op-secure refused: Authorization denied for "
+        f"user system:serviceaccount:{namespace}:stranger: GET /runs needs"
+    )
+    given = runs("--kubeconfig", str(cluster.kubeconfig), *where, "--token", reader, KIND)
+    assert given.returncode == 0, given.stderr
+    assert f"{namespace}/guarded" in given.stdout
+
+    # A user whose own kubeconfig holds a token: the reader, allowed to find the operator's
+    # Pods and port-forward to them in this namespace, needs no --token.
+    kubeconfig = token_kubeconfig(cluster, tmp_path / "reader.kubeconfig", reader)
+    mine = ["--kubeconfig", str(kubeconfig), *where]
+    forbidden = runs(*mine)
+    assert forbidden.returncode == 1
+    assert forbidden.stderr.startswith(
+        f"ansible-operator runs: cannot list the operator's Pods in namespace {namespace}: "
+    ), forbidden.stderr
+    forwarder = {
+        "metadata": {"name": "operator-runs"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+            {"apiGroups": [""], "resources": ["pods/portforward"], "verbs": ["create"]},
+        ],
+    }
+    with cluster.api_client() as api_client:
+        rbac = client.RbacAuthorizationV1Api(api_client)
+        rbac.create_namespaced_role(namespace, forwarder)
+        rbac.create_namespaced_role_binding(
+            namespace,
+            {
+                "metadata": {"name": "operator-runs"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": "operator-runs",
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
+            },
+        )
+    shown = wait_until(
+        lambda: (done := runs(*mine, "show", f"{KIND}/guarded")).returncode == 0 and done,
+        what="the reader's RBAC to take effect",
+    )
+    assert "outcome   Succeeded" in shown.stdout
 
     direct = ["--url", url, "--insecure-skip-tls-verify"]
     refused = runs(*direct)
@@ -436,7 +532,7 @@ def test_the_runs_page_through_kubectl_proxy(
     url = start(operator, bind="0.0.0.0")
     history = failed_then_fixed(crs, namespace, url)
     port = int(url.rsplit(":", 1)[1])
-    operator_pod(core, namespace, "op-page", port, [])
+    operator_pod(cluster, core, namespace, "op-page", port, [])
     proxy = subprocess.Popen(
         [str(binaries.kubectl()), "--kubeconfig", str(cluster.kubeconfig), "proxy", "--port=0"],
         stdout=subprocess.PIPE,

@@ -79,14 +79,16 @@ class PortForwardError(Exception):
 
 def _refused(status: int, namespace: str, pod: str) -> str:
     if status == 403:
-        return f"you may not port-forward to Pods in namespace {namespace} (create pods/portforward)"
+        return (
+            f"you may not port-forward to Pods in namespace {namespace} (create pods/portforward)"
+        )
     if status == 404:
         return f"Pod {pod} is gone from namespace {namespace}"
     return f"the API server refused the port-forward to Pod {pod}: HTTP {status}"
 
 
 async def _pipe(
-    ws: aiohttp.ClientWebSocketResponse,
+    ws: aiohttp.ClientWebSocketResponse[bool],
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
 ) -> None:
