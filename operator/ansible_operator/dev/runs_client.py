@@ -91,6 +91,7 @@ def url_replica(
     """The operator whose metrics server is at ``url`` (``http(s)://host:port``), named
     ``where`` in errors (default: the URL)."""
     base = url.rstrip("/")
+    reach = where or f"the operator at {base}"
     where = where or base
     headers = {"Accept": "application/json"}
     if token:
@@ -113,7 +114,7 @@ def url_replica(
                 "operator's own is self-signed: --insecure-skip-tls-verify"
             ) from None
         except (TimeoutError, aiohttp.ClientError) as err:
-            raise RunsError(f"cannot reach {where}: {_reason(err)}") from None
+            raise RunsError(f"cannot reach {reach}: {_reason(err)}") from None
         return _json(where, path, text)
 
     return Replica(get)
