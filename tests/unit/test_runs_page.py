@@ -1,14 +1,41 @@
 """The runs page's HTML (``runtime.runs_page``) from a stand-in of the run history: the kinds'
-CRs with their last outcome, a CR's runs, one run's timeline picture."""
+CRs with their last outcome, a CR's runs, one run's timeline picture; and the same page merged
+from several replicas (``dev.runs_ui``, ``ansible-operator runs ui``) against the fake replicas
+of test_runs_cli: a replica column, the replicas that did not answer, each run once, newest
+first, the command's server started and stopped."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
 
+import aiohttp
+import pytest
+
+from ansible_operator.dev import runs_client, runs_ui
 from ansible_operator.runtime import runs_page
 
-from .test_runs_cli import API_VERSION, FAILED_RECORD, FAILED_RUN, OLD_RUN, overview
+from . import test_runs_cli
+from .test_runs_cli import (
+    API_VERSION,
+    FAILED_RECORD,
+    FAILED_RUN,
+    OLD_RUN,
+    OTHER_REPLICA_RUN,
+    overview,
+    replica_app,
+    run_cli,
+)
+
+serve = test_runs_cli.serve  # the fake replicas' server (a fixture)
+CLI = Path(sys.executable).parent / "ansible-operator"
 
 
 class History:
@@ -87,3 +114,244 @@ def test_a_running_run_is_drawn_again_until_it_ends(monkeypatch):
     running = {**FAILED_RECORD, "outcome": "Running", "ended": None, "duration": None}
     monkeypatch.setattr(History, "record", lambda *args: running)
     assert refresh in page(**query)[1]
+
+
+def test_the_operators_page_is_its_replicas_alone():
+    for query in ({}, {"kind": f"{API_VERSION}/Memcached", "namespace": "default", "name": "web"}):
+        status, html = page(**query)
+        assert status == 200
+        assert "Replica <strong>op-a</strong>: the runs this replica ran." in html
+        assert "<th>Replica</th>" not in html and 'class="skipped"' not in html
+        assert "<title>" in html and "(op-a)</title>" in html
+
+
+# -- the page of every replica, merged (ansible-operator runs ui) ------------------------------
+
+WEB = {"kind": f"{API_VERSION}/Memcached", "namespace": "default", "name": "web"}
+# op-b shares op-a's disk (two operators on one machine): it lists and keeps op-a's failed run
+# too, with an output of its own here, so a record read from the wrong replica shows.
+B_RECORD = {**FAILED_RECORD, "output": "op-b's copy"}
+
+
+@pytest.fixture
+def fakes(serve) -> dict[str, str]:
+    return {
+        "op-a": serve(replica_app("op-a", [FAILED_RUN, OLD_RUN], {"run-2": FAILED_RECORD})),
+        "op-b": serve(replica_app("op-b", [OTHER_REPLICA_RUN, FAILED_RUN], {"run-2": B_RECORD})),
+        "broken": serve(replica_app("op-c", [], {}, status=500)),
+    }
+
+
+def merged_pages(urls: list[str], *queries: dict[str, str]) -> list[tuple[int, str]]:
+    """The merged page of the replicas at ``urls``, a fresh look for each query."""
+
+    async def go() -> list[tuple[int, str]]:
+        async with aiohttp.ClientSession() as session:
+            replicas = [
+                runs_client.url_replica(url, session, token=None, insecure=False) for url in urls
+            ]
+            look = runs_ui.sources(replicas)
+            return [await runs_page.render(await look(), query) for query in queries]
+
+    return asyncio.run(go())
+
+
+def cells(html: str, row_class: str) -> list[list[str]]:
+    """The text of each cell of the rows of ``row_class``, tags dropped."""
+    rows = re.findall(rf'<tr class="{row_class}">(.*?)</tr>', html, re.S)
+    return [
+        [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        for row in rows
+    ]
+
+
+def test_the_merged_source_unites_the_replicas(fakes):
+    async def go():
+        async with aiohttp.ClientSession() as session:
+            replicas = [
+                runs_client.url_replica(fakes[name], session, token=None, insecure=False)
+                for name in ("op-b", "broken", "op-a")
+            ]
+            source = await runs_ui.MergedRuns.ask(replicas)
+            group, version = API_VERSION.split("/")
+            where = (group, version, "Memcached", "default")
+            return (
+                source.origin,
+                await source.kinds(),
+                await source.runs(*where, "web"),
+                await source.record(*where, "web", "run-2"),
+                await source.record(*where, "web", "run-7"),
+            )
+
+    origin, kinds, web_runs, record, missing = asyncio.run(go())
+    assert origin == runs_page.Origin(
+        ("op-b", "op-a"), (f"{fakes['broken']}: GET /runs: 500 Unauthorized",), merged=True
+    )
+    (kind,) = kinds
+    assert [(r["name"], r["last"]["id"]) for r in kind["resources"]] == [
+        ("db", "run-9"),
+        ("web", "run-2"),
+    ]
+    assert [run["id"] for run in web_runs] == ["run-2", "run-1"]  # each once, newest first
+    assert record == FAILED_RECORD  # from op-a, which ran it, though op-b was asked first
+    assert missing is None
+
+
+def test_the_merged_page_names_each_runs_replica(fakes):
+    urls = [fakes["op-a"], fakes["op-b"], fakes["broken"]]
+    (status, kinds), (_, runs), (_, run), (missing, _) = merged_pages(
+        urls, {}, WEB, {**WEB, "run": "run-2"}, {**WEB, "run": "run-7"}
+    )
+    assert status == 200
+    assert (
+        '<p class="replica">The runs of 2 replicas, merged: <strong>op-a</strong>, '
+        "<strong>op-b</strong>; each run names the replica that ran it."
+    ) in kinds
+    skipped = re.findall(r'<p class="skipped">(.*?)</p>', kinds)
+    assert skipped == [f"Skipped: {fakes['broken']}: GET /runs: 500 Unauthorized"]
+    assert "(2 replicas)</title>" in kinds
+    # CR, last outcome, started, replica, trigger, duration
+    assert [[row[0], row[1], row[3]] for row in cells(kinds, "resource")] == [
+        ["default/db", "Succeeded", "op-b"],
+        ["default/web", "Failed", "op-a"],
+    ]
+    assert "<th>Started</th><th>Replica</th><th>Outcome</th>" in runs
+    assert [(row[1], row[-1]) for row in cells(runs, "run")] == [
+        ("op-a", "run-2"),
+        ("op-a", "run-1"),
+    ]
+    assert "<tr><th>Replica</th><td>op-a</td></tr>" in run
+    assert len(re.findall(r'<rect class="bar ', run)) == 3
+    assert "op-b&#39;s copy" not in run and "TASK [check the port]" in run
+    assert missing == 404
+
+
+def test_the_merged_page_of_a_replica_alone_names_it():
+    # A replica that has runs of one CR and answers everything else 404.
+    async def go():
+        async def get(path: str):
+            if path == "/runs":
+                return overview("op-b", [OTHER_REPLICA_RUN])
+            raise runs_client.NotFound(f"op-b: {path}")
+
+        source = await runs_ui.MergedRuns.ask([runs_client.Replica(get)])
+        return await runs_page.render(source, {}), await runs_page.render(source, WEB)
+
+    (_, kinds), (status, runs) = asyncio.run(go())
+    assert "The runs of 1 replica, merged: <strong>op-b</strong>;" in kinds
+    assert status == 200 and "No runs of this CR on these replicas." in runs
+
+
+def fetch(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def test_the_served_page_asks_the_replicas_at_each_load(fakes):
+    up = {"op-b": False, "op-a": True}
+
+    async def go() -> list[tuple[int, str]]:
+        async with aiohttp.ClientSession() as session:
+
+            def replica(name: str) -> runs_client.Replica:
+                real = runs_client.url_replica(fakes[name], session, token=None, insecure=False)
+
+                async def get(path: str):
+                    if not up[name]:
+                        raise runs_client.RunsError(f"{name} is down")
+                    return await real.get(path)
+
+                return runs_client.Replica(get)
+
+            async with runs_ui.serving([replica("op-a"), replica("op-b")], "127.0.0.1", 0) as url:
+                assert url.startswith("http://127.0.0.1:") and url.endswith("/runs/ui")
+                loads = [await asyncio.to_thread(fetch, url)]
+                up["op-b"] = True
+                loads.append(await asyncio.to_thread(fetch, url))
+                loads.append(await asyncio.to_thread(fetch, url.removesuffix("/runs/ui") + "/"))
+                up.update({"op-a": False, "op-b": False})
+                loads.append(await asyncio.to_thread(fetch, url))
+            return loads
+
+    (status, first), (_, second), (_, home), (none, html) = asyncio.run(go())
+    assert status == 200
+    assert '<p class="skipped">Skipped: op-b is down</p>' in first
+    assert [row[0] for row in cells(first, "resource")] == ["default/web"]
+    assert 'class="skipped"' not in second
+    assert [row[0] for row in cells(second, "resource")] == ["default/db", "default/web"]
+    assert home == second  # / leads to the page
+    assert none == 502
+    assert '<p class="error">no replica answered: op-a is down</p>' in html
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["ui", "Memcached"], "unexpected argument 'Memcached': runs ui serves every kind's runs"),
+        (["ui", "--follow"], "ui takes no --follow, -n or -o"),
+        (["ui", "-n", "default"], "ui takes no --follow, -n or -o"),
+        (["--port", "8080"], "--address and --port go with ui"),
+        (["--url", "127.0.0.1:1", "ui"], "--url must be http://HOST:PORT or https://HOST:PORT"),
+    ],
+)
+def test_a_bad_ui_command_line_is_one_line(capsys, argv, error):
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out) == (1, "")
+    assert err.startswith(f"ansible-operator runs: {error}") and err.count("\n") == 1
+
+
+def test_ui_refuses_a_port_in_use_and_no_replica_in_one_line(capsys, fakes):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, out, err = run_cli(capsys, "ui", "--url", fakes["op-a"], "--port", str(port))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"ansible-operator runs: cannot serve the runs page on 127.0.0.1:{port}: "
+        "Address already in use\n"
+    )
+    code, out, err = run_cli(capsys, "ui", "--url", fakes["broken"], "--url", "http://127.0.0.1:9")
+    assert (code, out) == (1, "")
+    assert err.startswith("ansible-operator runs: ") and err.count("\n") == 1
+    assert "GET /runs: 500" in err
+
+
+def test_several_urls_are_several_replicas(capsys, fakes):
+    code, out, err = run_cli(capsys, "--url", fakes["op-a"], "--url", fakes["op-b"])
+    assert (code, err) == (0, "")
+    assert [line.split()[-1] for line in out.splitlines()[1:]] == ["run-2", "run-9", "run-1"]
+
+
+def test_runs_ui_serves_until_interrupted(fakes):
+    """The command as a user runs it: the line that says where, the page, Ctrl-C, exit 0."""
+    ui = subprocess.Popen(
+        [str(CLI), "runs", "ui", "--url", fakes["op-a"], "--url", fakes["op-b"]],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert ui.stdout is not None
+        line = ui.stdout.readline()
+        found = re.fullmatch(
+            r"Serving the runs page of 2 replica\(s\) at (http://127\.0\.0\.1:(\d+)/runs/ui) "
+            r"\(Ctrl-C to stop\)\n",
+            line,
+        )
+        assert found, line
+        status, html = fetch(found.group(1))
+        assert status == 200
+        assert [row[3] for row in cells(html, "resource")] == ["op-b", "op-a"]
+        ui.send_signal(signal.SIGINT)
+        assert ui.wait(30) == 0
+        assert ui.stdout.read() == "" and ui.stderr is not None and ui.stderr.read() == ""
+        with pytest.raises(ConnectionRefusedError):  # nothing left listening
+            socket.create_connection(("127.0.0.1", int(found.group(2))), timeout=5).close()
+    finally:
+        if ui.poll() is None:
+            ui.kill()
+            ui.wait(30)

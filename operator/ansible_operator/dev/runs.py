@@ -5,8 +5,10 @@
 run, its outcome, duration and task counts); ``runs show KIND/NAME [ID]`` draws one run (the
 newest by default) as a timeline: a bar per task, placed by when it started and as long as it
 took, a failed task marked with its message; ``--follow`` redraws a running run until it ends.
-``--output json`` prints what the operator's API says instead. The operator is reached by
-``runs_client``: at ``--url``, or every replica of it in the cluster of the user's kubeconfig.
+``--output json`` prints what the operator's API says instead. ``runs ui`` serves the runs page
+on this machine from every replica's runs, merged (``runs_ui``). The operator is reached by
+``runs_client``: at ``--url`` (once per replica), or every replica of it in the cluster of the
+user's kubeconfig.
 """
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ def main(args: argparse.Namespace) -> int:
 
 async def _main(args: argparse.Namespace) -> int:
     words: list[str] = args.target
+    ui = words[:1] == ["ui"]
+    if ui:
+        _check_ui(words, args)
+    elif args.address is not None or args.port is not None:
+        raise RunsError("--address and --port go with ui: runs ui [--address A] [--port P]")
     show = words[:1] == ["show"]
     if show and len(words) not in (2, 3):
         raise RunsError("show takes KIND/NAME and, if you like, a run's ID")
@@ -64,6 +71,12 @@ async def _main(args: argparse.Namespace) -> int:
         replicas, known, failures = await runs_client.answering(reached)
         for failure in failures:  # the others' runs are still worth showing
             print(f"ansible-operator runs: skipped: {failure}", file=sys.stderr, flush=True)
+        if ui:
+            from ansible_operator.dev import runs_ui  # the runtime's page: only for ui
+
+            address = "127.0.0.1" if args.address is None else args.address
+            port = 0 if args.port is None else args.port
+            return await runs_ui.serve(reached, address, port, say=_say)
         if not kind_word:
             runs = await runs_client.summaries(replicas, [kind.path for kind in known])
             return _list(runs, args)
@@ -77,20 +90,31 @@ async def _main(args: argparse.Namespace) -> int:
         return await _show(replicas, resource, run_id, args)
 
 
+def _check_ui(words: list[str], args: argparse.Namespace) -> None:
+    if len(words) > 1:
+        raise RunsError(f"unexpected argument {words[1]!r}: runs ui serves every kind's runs")
+    if args.follow or args.namespace is not None or args.output != "text":
+        raise RunsError("ui takes no --follow, -n or -o: runs ui [--address A] [--port P]")
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
 @contextlib.asynccontextmanager
 async def _replicas(args: argparse.Namespace) -> AsyncIterator[list[Replica]]:
-    if args.url:
+    if args.url:  # one replica each
         if args.kubeconfig or args.operator_namespace:
             raise RunsError("--url names the operator: no --kubeconfig or --operator-namespace")
-        if not args.url.startswith(("http://", "https://")):
-            raise RunsError(
-                f"--url must be http://HOST:PORT or https://HOST:PORT, not {args.url!r}"
-            )
+        for url in args.url:
+            if not url.startswith(("http://", "https://")):
+                raise RunsError(f"--url must be http://HOST:PORT or https://HOST:PORT, not {url!r}")
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
             yield [
                 runs_client.url_replica(
-                    args.url, session, token=args.token, insecure=args.insecure_skip_tls_verify
+                    url, session, token=args.token, insecure=args.insecure_skip_tls_verify
                 )
+                for url in args.url
             ]
         return
     if args.token or args.insecure_skip_tls_verify:

@@ -13,15 +13,18 @@ OPERATOR_NAMESPACE_FROM = Path("config/default/kustomization.yaml")
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "runs",
-        help="the operator's Ansible runs: list them, show one as a task timeline",
+        help="the operator's Ansible runs: list them, show one as a task timeline, serve their "
+        "web page",
         usage="ansible-operator runs [KIND[/NAME]] [flags]\n"
-        "       ansible-operator runs show KIND/NAME [ID] [--follow] [flags]",
+        "       ansible-operator runs show KIND/NAME [ID] [--follow] [flags]\n"
+        "       ansible-operator runs ui [--address 127.0.0.1] [--port 0] [flags]",
     )
     parser.add_argument(
         "target",
         nargs="*",
-        metavar="KIND[/NAME] | show KIND/NAME [ID]",
-        help="a kind (Memcached, memcached.cache.example.com), a CR of it; default: all",
+        metavar="KIND[/NAME] | show KIND/NAME [ID] | ui",
+        help="a kind (Memcached, memcached.cache.example.com), a CR of it; default: all. "
+        "ui: serve the runs page of every replica, merged, on this machine until Ctrl-C",
     )
     parser.add_argument("-n", "--namespace", help="the CRs' namespace (default: any)")
     parser.add_argument(
@@ -34,7 +37,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "where the operator is (default: its Pods in the cluster of your kubeconfig)"
     )
     where.add_argument(
-        "--url", help="its metrics server, e.g. http://127.0.0.1:8383 (make run prints it)"
+        "--url",
+        action="append",
+        help="its metrics server, e.g. http://127.0.0.1:8383 (make run prints it); once per "
+        "replica to merge several, each sent the --token",
     )
     where.add_argument(
         "--token",
@@ -55,6 +61,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=OPERATOR_LABEL,
         help="the label selector of its Pods (default: %(default)s)",
     )
+    page = parser.add_argument_group("runs ui: the runs page, served on this machine")
+    page.add_argument("--address", help="the address it listens on (default: 127.0.0.1)")
+    page.add_argument("--port", type=int, help="the port it listens on (default: 0, a free one)")
     parser.set_defaults(handler=_handler)
 
 
