@@ -358,11 +358,21 @@ def readers(cluster, namespace):
             rbac.delete_cluster_role(role["metadata"]["name"])
 
 
-def token_kubeconfig(cluster, path: Path, token: str) -> Path:
-    """The cluster's kubeconfig with a bearer token for its user instead of the admin's client
-    certificate."""
+def plugin_kubeconfig(cluster, path: Path, token: str) -> Path:
+    """The cluster's kubeconfig whose user gets ``token`` from an exec credential plugin (as
+    EKS's and GKE's kubeconfigs do) instead of the admin's client certificate."""
+    credential = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"token": token},
+    }
     config = yaml.safe_load(cluster.kubeconfig.read_text())
-    config["users"] = [{"name": config["users"][0]["name"], "user": {"token": token}}]
+    plugin = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "command": sys.executable,
+        "args": ["-c", f"print({json.dumps(json.dumps(credential))})"],
+    }
+    config["users"] = [{"name": config["users"][0]["name"], "user": {"exec": plugin}}]
     path.write_text(yaml.safe_dump(config))
     return path
 
@@ -397,9 +407,9 @@ def test_runs_with_metrics_require_rbac(
     assert given.returncode == 0, given.stderr
     assert f"{namespace}/guarded" in given.stdout
 
-    # A user whose own kubeconfig holds a token: the reader, allowed to find the operator's
-    # Pods and port-forward to them in this namespace, needs no --token.
-    kubeconfig = token_kubeconfig(cluster, tmp_path / "reader.kubeconfig", reader)
+    # A user whose own kubeconfig gives a token (by an exec plugin here): the reader, allowed
+    # to find the operator's Pods and port-forward to them in this namespace, needs no --token.
+    kubeconfig = plugin_kubeconfig(cluster, tmp_path / "reader.kubeconfig", reader)
     mine = ["--kubeconfig", str(kubeconfig), *where]
     forbidden = runs(*mine)
     assert forbidden.returncode == 1

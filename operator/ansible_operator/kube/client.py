@@ -27,6 +27,7 @@ import aiohttp
 
 from ansible_operator.core import GVK
 from ansible_operator.kube.config import Credentials
+from ansible_operator.kube.exec_plugin import ExecPluginError
 
 NO_ANSWER = "<error>"  # the code of a request that got no response, as client-go says it
 
@@ -112,8 +113,12 @@ def ssl_context(creds: Credentials) -> ssl.SSLContext | bool:
 
 
 def auth_headers(creds: Credentials) -> dict[str, str]:
-    """The Authorization header for ``creds`` (a client certificate goes in the TLS context)."""
-    token = creds.bearer_token()
+    """The Authorization header for ``creds`` (a client certificate goes in the TLS context);
+    Unreachable when an exec plugin gives no token (it may next time: a login, a network)."""
+    try:
+        token = creds.bearer_token()
+    except ExecPluginError as err:
+        raise Unreachable(str(err)) from None
     if token:
         return {"Authorization": f"Bearer {token}"}
     if creds.username is not None:

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import yaml
 
+from ansible_operator.kube.exec_plugin import ExecPlugin, ExecPluginError
+from ansible_operator.kube.exec_plugin import from_kubeconfig as exec_from_kubeconfig
+
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
@@ -36,8 +39,12 @@ class Credentials:
     username: str | None = None
     password: str | None = None
     namespace: str | None = None
+    exec_plugin: ExecPlugin | None = None  # run for a token when one is due
 
     def bearer_token(self) -> str | None:
+        """The token to send, if any; ExecPluginError when the exec plugin gives none."""
+        if self.exec_plugin is not None:
+            return self.exec_plugin.token()
         if self.token_file is not None:
             return self.token_file.read_text().strip()
         return self.token
@@ -137,11 +144,20 @@ def from_kubeconfig(path: Path) -> Credentials:
     user = named("users", context.get("user", "")) if context.get("user") else {}
     if not cluster.get("server"):
         raise ConfigError(f"{path}: cluster {context.get('cluster')!r} has no server")
-    if "exec" in user or "auth-provider" in user:
+    if "auth-provider" in user:
         raise ConfigError(
-            f"{path}: user {context.get('user')!r} needs an exec or auth plugin, "
-            "which is not supported; use a token or a client certificate"
+            f"{path}: user {context.get('user')!r} needs an auth-provider plugin (gone from "
+            "kubectl since 1.26), which is not supported; use an exec plugin, a token or a "
+            "client certificate"
         )
+    plugin = None
+    if "exec" in user:
+        try:
+            plugin = exec_from_kubeconfig(
+                f"{path}: user {context.get('user')!r}", user["exec"], path.parent
+            )
+        except ExecPluginError as err:
+            raise ConfigError(str(err)) from None
     token_file = Path(user["tokenFile"]) if user.get("tokenFile") else None
     return Credentials(
         server=cluster["server"].rstrip("/"),
@@ -154,4 +170,5 @@ def from_kubeconfig(path: Path) -> Credentials:
         username=user.get("username"),
         password=user.get("password"),
         namespace=context.get("namespace"),
+        exec_plugin=plugin,
     )

@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import aiohttp
 
-from ansible_operator.kube.client import KubeClient, reason
+from ansible_operator.kube.client import KubeClient, Unreachable, reason
 
 PROTOCOL = "v4.channel.k8s.io"
 DATA, ERROR = 0, 1
@@ -55,6 +55,8 @@ async def forward(
             found.failure = str(err)
         except (TimeoutError, aiohttp.ClientError, OSError) as err:
             found.failure = f"the port-forward broke: {reason(err)}"
+        except Unreachable as err:  # no credentials for the WebSocket
+            found.failure = str(err)
         except asyncio.CancelledError:
             pass  # the forward ends: asyncio's server would log a cancelled connection's task
         finally:
