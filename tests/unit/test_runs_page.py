@@ -197,6 +197,16 @@ def test_the_merged_source_unites_the_replicas(fakes):
     assert missing is None
 
 
+@pytest.mark.parametrize("order", [1, -1])
+def test_a_copy_read_mid_run_does_not_hide_how_the_run_ended(order):
+    # Two operators on one machine share a disk: one read the other's record while it ran.
+    stale = {**FAILED_RUN, "outcome": "Interrupted", "ended": None, "duration": None}
+    overviews = [overview("op-a", [FAILED_RUN, OLD_RUN]), overview("op-b", [OLD_RUN, stale])]
+    (kind,) = runs_client.merged_kinds(overviews[::order])
+    (web,) = kind["resources"]
+    assert web["last"] == FAILED_RUN
+
+
 def test_the_merged_page_names_each_runs_replica(fakes):
     urls = [fakes["op-a"], fakes["op-b"], fakes["broken"]]
     (status, kinds), (_, runs), (_, run), (missing, _) = merged_pages(

@@ -351,17 +351,24 @@ def resolve_resource(known: Iterable[Resource], name: str, namespace: str | None
     raise RunsError(f"no run records of {name!r}{where}")
 
 
+def freshness(run: Mapping[str, Any]) -> tuple[str, bool, bool]:
+    """Which of two runs, or two replicas' copies of one run, says more: the later start, then
+    the copy that has ended, then a running one over one a replica read from a shared disk
+    mid-run (it reads a record that never ended as ``Interrupted``)."""
+    return str(run["started"]), run.get("ended") is not None, run.get("outcome") == "Running"
+
+
 def merged_kinds(overviews: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The ``kinds`` of several replicas' ``GET /runs`` answers as one, in a replica's order
     (by apiVersion and kind, each's CRs by namespace and name): every CR any replica has runs
-    of, with the newest of their last runs."""
+    of, with the freshest of their last runs."""
     found: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {}
     for overview in overviews:
         for entry in overview.get("kinds") or ():
             known = found.setdefault((entry["apiVersion"], entry["kind"]), {})
             for item in entry.get("resources") or ():
                 key = (item.get("namespace") or "", item["name"])
-                if key not in known or item["last"]["started"] > known[key]["last"]["started"]:
+                if key not in known or freshness(item["last"]) > freshness(known[key]["last"]):
                     known[key] = item
     return [
         {"apiVersion": api_version, "kind": kind, "resources": [known[k] for k in sorted(known)]}
