@@ -15,13 +15,20 @@ address, lets the API server's Pod proxy reach that port too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import re
+import select
 import shutil
+import signal
 import socket
+import ssl
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
@@ -560,3 +567,136 @@ def test_the_runs_page_through_kubectl_proxy(
     finally:
         proxy.terminate()
         proxy.wait(30)
+
+
+# -- the page of every replica, served by the command (runs ui) -------------------------------
+
+
+@contextlib.contextmanager
+def runs_ui(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``ansible-operator runs ui ARGS`` running; it and its page's URL, from the one line it
+    prints. The test stops it and checks how it ended; a test that fails first kills it."""
+    ui = subprocess.Popen(
+        [str(CLI), "runs", "ui", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert ui.stdout is not None
+        ready, _, _ = select.select([ui.stdout], [], [], 120)
+        line = ui.stdout.readline() if ready else ""
+        serving = re.fullmatch(
+            r"Serving the runs page of (\d+) replica\(s\) at (http://127\.0\.0\.1:\d+/runs/ui) "
+            r"\(Ctrl-C to stop\)\n",
+            line,
+        )
+        assert serving, f"{line!r}, stderr: {ui.stderr.read() if ui.poll() is not None else ''}"
+        assert serving.group(1) == str(len([arg for arg in args if arg == "--url"]))
+        yield ui, serving.group(2)
+    finally:
+        if ui.poll() is None:
+            ui.kill()
+            ui.wait(30)
+
+
+def stopped(ui: subprocess.Popen[str], signal_number: int) -> tuple[int, str, str]:
+    """Its exit code, the rest of its stdout and its stderr, after ``signal_number``."""
+    ui.send_signal(signal_number)
+    code = ui.wait(30)
+    assert ui.stdout is not None and ui.stderr is not None
+    return code, ui.stdout.read(), ui.stderr.read()
+
+
+def test_runs_ui_merges_every_replica_in_chromium(
+    operator, cluster, crs, namespace, steppers, readers, browser, tmp_path
+):
+    """Two operators, the second guarded by --metrics-require-rbac: ``runs ui`` serves their
+    runs merged on one page, each run naming its replica, asking the guarded one with the
+    reader's token, where a browser at the operator's own page gets 401."""
+    from selenium.webdriver.common.by import By
+
+    reader, _ = readers
+    url_a = start(operator)
+    with fresh_namespace(cluster) as other:
+        second = Operator(tmp_path / "second", cluster.kubeconfig, [other])
+        (tmp_path / "second").mkdir()
+        try:
+            url_b = start(second, "--metrics-secure", "--metrics-require-rbac")
+            make_stepper(crs, namespace, "alpha")
+            make_stepper(crs, other, "guarded")
+            wait_condition(crs, namespace, KIND, "alpha", "Successful")
+            wait_condition(crs, other, KIND, "guarded", "Successful")
+            guarded_where = ["--url", url_b, "--insecure-skip-tls-verify", "--token", reader]
+            alpha_runs = runs_json("--url", url_a, f"{KIND}/alpha", "-n", namespace)["runs"]
+            guarded_runs = runs_json(*guarded_where, f"{KIND}/guarded", "-n", other)["runs"]
+            ran_by = {"alpha": alpha_runs[0]["replica"], "guarded": guarded_runs[0]["replica"]}
+
+            # What a browser sends the guarded operator's own page: no bearer token.
+            insecure = ssl.create_default_context()
+            insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(f"{url_b}/runs/ui", timeout=30, context=insecure)
+            assert refused.value.code == 401
+
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            both = ["--url", url_a, "--url", url_b, "--insecure-skip-tls-verify"]
+            with runs_ui(*both, "--token", reader) as (ui, page):
+                browser.get(page)
+                header = browser.find_element(By.CSS_SELECTOR, "p.replica").text
+                assert header.startswith("The runs of 2 replicas, merged: "), header
+                assert not browser.find_elements(By.CSS_SELECTOR, "p.skipped")
+                ours = {f"{namespace}/alpha": "alpha", f"{other}/guarded": "guarded"}
+                rows = {  # other tests' CRs are on this machine's disk too
+                    row.text.split()[0]: row
+                    for row in browser.find_elements(By.CSS_SELECTOR, "table.kind tr.resource")
+                    if row.text.split()[0] in ours
+                }
+                assert set(rows) == set(ours)
+                for where, row in rows.items():  # CR, outcome, started, replica, ...
+                    cells = row.find_elements(By.TAG_NAME, "td")
+                    assert cells[1].text == "Succeeded"
+                    assert cells[3].text == ran_by[ours[where]]
+                browser.save_screenshot(str(ARTIFACTS / "runs-ui-kinds.png"))
+
+                rows[f"{other}/guarded"].find_element(By.TAG_NAME, "a").click()
+                assert browser.current_url.startswith(page + "?")
+                run_rows = browser.find_elements(By.CSS_SELECTOR, "table.runs tr.run")
+                shown = [row.find_elements(By.TAG_NAME, "td") for row in run_rows]
+                assert [cells[-1].text for cells in shown] == [r["id"] for r in guarded_runs]
+                assert {cells[1].text for cells in shown} == {ran_by["guarded"]}
+                browser.save_screenshot(str(ARTIFACTS / "runs-ui-cr.png"))
+
+                newest = guarded_runs[0]
+                run_rows[0].find_element(By.LINK_TEXT, newest["id"]).click()
+                bars = browser.find_elements(By.CSS_SELECTOR, "svg.timeline rect.bar")
+                classes = [bar.get_attribute("class") for bar in bars]
+                assert len(classes) == 4 and "bar failed" not in classes, classes
+                summary = {
+                    row.find_element(By.TAG_NAME, "th").text: row.find_element(By.TAG_NAME, "td")
+                    for row in browser.find_elements(By.CSS_SELECTOR, "table.summary tr")
+                }
+                assert summary["Replica"].text == newest["replica"]
+                assert summary["Outcome"].text == "Succeeded"
+                shot = ARTIFACTS / "runs-ui-run.png"
+                browser.save_screenshot(str(shot))
+                assert shot.stat().st_size > 10_000
+                browser.find_element(By.LINK_TEXT, "All kinds").click()
+                assert browser.current_url == page
+                assert stopped(ui, signal.SIGTERM) == (0, "", "")
+
+            # Without the token the guarded operator is skipped, and the page says why.
+            with runs_ui(*both) as (ui, page):
+                browser.get(page)
+                (skipped,) = browser.find_elements(By.CSS_SELECTOR, "p.skipped")
+                assert skipped.text == (
+                    f"Skipped: {url_b} requires a bearer token that the API server accepts "
+                    "(--metrics-require-rbac): pass --token"
+                )
+                assert browser.find_element(By.CSS_SELECTOR, "p.replica").text.startswith(
+                    "The runs of 1 replica, merged: "
+                )
+                browser.save_screenshot(str(ARTIFACTS / "runs-ui-skipped.png"))
+                code, out, err = stopped(ui, signal.SIGINT)
+                assert (code, out) == (0, "")
+                assert err == f"ansible-operator runs: skipped: {skipped.text.removeprefix('Skipped: ')}\n"
+            print(f"screenshots of runs ui's page: {ARTIFACTS}/runs-ui-*.png")
+        finally:
+            second.stop()
