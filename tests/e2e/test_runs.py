@@ -696,7 +696,8 @@ def test_runs_ui_merges_every_replica_in_chromium(
                 browser.save_screenshot(str(ARTIFACTS / "runs-ui-skipped.png"))
                 code, out, err = stopped(ui, signal.SIGINT)
                 assert (code, out) == (0, "")
-                assert err == f"ansible-operator runs: skipped: {skipped.text.removeprefix('Skipped: ')}\n"
+                reason = skipped.text.removeprefix("Skipped: ")
+                assert err == f"ansible-operator runs: skipped: {reason}\n"
             print(f"screenshots of runs ui's page: {ARTIFACTS}/runs-ui-*.png")
         finally:
             second.stop()

@@ -141,7 +141,7 @@ def _template() -> Any:
 
 
 def _html(origin: Origin, **view: Any) -> str:
-    replica = ", ".join(origin.replicas) if not origin.merged else f"{len(origin.replicas)} replicas"
+    replica = f"{len(origin.replicas)} replicas" if origin.merged else ", ".join(origin.replicas)
     return _template().render(origin=origin, replica=replica, **view)
 
 
