@@ -423,11 +423,18 @@ def test_runs_with_metrics_require_rbac(
     assert forbidden.stderr.startswith(
         f"ansible-operator runs: cannot list the operator's Pods in namespace {namespace}: "
     ), forbidden.stderr
+    told: list[str] = []
+
+    def shown_by_mine() -> subprocess.CompletedProcess[str] | None:
+        done = runs(*mine, "show", f"{KIND}/guarded")
+        told.append(done.stderr)
+        return done if done.returncode == 0 else None
+
     forwarder = {
         "metadata": {"name": "operator-runs"},
         "rules": [
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
-            {"apiGroups": [""], "resources": ["pods/portforward"], "verbs": ["create"]},
+            {"apiGroups": [""], "resources": ["pods/portforward"], "verbs": ["get", "create"]},
         ],
     }
     with cluster.api_client() as api_client:
@@ -445,10 +452,10 @@ def test_runs_with_metrics_require_rbac(
                 "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
             },
         )
-    shown = wait_until(
-        lambda: (done := runs(*mine, "show", f"{KIND}/guarded")).returncode == 0 and done,
-        what="the reader's RBAC to take effect",
-    )
+    try:
+        shown = wait_until(shown_by_mine, what="the reader's RBAC to take effect")
+    except AssertionError as err:
+        raise AssertionError(f"{err}; the command said: {told[-1]}") from None
     assert "outcome   Succeeded" in shown.stdout
 
     direct = ["--url", url, "--insecure-skip-tls-verify"]

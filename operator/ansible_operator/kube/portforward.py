@@ -1,7 +1,8 @@
 """A port-forward to a Pod through the API server, ``kubectl port-forward``'s job, for the
 command line: a listener on 127.0.0.1 whose every connection is carried to the Pod's port over
-its own WebSocket to ``pods/<name>/portforward`` with the user's credentials (``create`` on
-``pods/portforward``).
+its own WebSocket to ``pods/<name>/portforward`` with the user's credentials (``get`` and
+``create`` on ``pods/portforward``: a WebSocket opens with a GET, and Kubernetes 1.35 and later
+also ask for ``create``, as for kubectl's SPDY).
 
 The protocol is ``v4.channel.k8s.io``, which the API server passes on to the kubelet: every
 message starts with its channel's number, 0 for the data and 1 for the kubelet's error text,
@@ -82,7 +83,8 @@ class PortForwardError(Exception):
 def _refused(status: int, namespace: str, pod: str) -> str:
     if status == 403:
         return (
-            f"you may not port-forward to Pods in namespace {namespace} (create pods/portforward)"
+            f"you may not port-forward to Pods in namespace {namespace} "
+            "(get and create on pods/portforward)"
         )
     if status == 404:
         return f"Pod {pod} is gone from namespace {namespace}"
