@@ -297,6 +297,23 @@ def test_the_served_page_asks_the_replicas_at_each_load(fakes):
     assert '<p class="error">no replica answered: op-a is down</p>' in html
 
 
+def test_a_replica_that_stops_answering_is_a_502_that_says_why():
+    async def get(path: str):
+        if path == "/runs":
+            return overview("op-a", [FAILED_RUN])
+        raise runs_client.RunsError("op-a: GET a CR's runs: timed out")
+
+    async def go():
+        async with runs_ui.serving([runs_client.Replica(get)], "127.0.0.1", 0) as url:
+            query = "?kind=cache.example.com/v1alpha1/Memcached&namespace=default&name=web"
+            return await asyncio.to_thread(fetch, url + query)
+
+    status, html = asyncio.run(go())
+    assert status == 502
+    assert "The runs of 1 replica, merged: <strong>op-a</strong>;" in html
+    assert '<p class="error">op-a: GET a CR&#39;s runs: timed out</p>' in html
+
+
 @pytest.mark.parametrize(
     ("argv", "error"),
     [

@@ -120,10 +120,13 @@ def handler(sources: Sources) -> Handler:
     """The page's GET handler, each load rendered from a fresh source."""
 
     async def page(request: web.Request) -> web.Response:
+        source = None
         try:
-            status, html = await render(await sources(), request.query)
+            source = await sources()
+            status, html = await render(source, request.query)
         except Unavailable as err:
-            status, html = 502, _error(Origin((), merged=True), str(err))
+            origin = Origin((), merged=True) if source is None else source.origin
+            status, html = 502, _error(origin, str(err))
         return web.Response(status=status, text=html, content_type="text/html", charset="utf-8")
 
     return page
