@@ -1,9 +1,10 @@
 """Talking to the Kubernetes API: credentials and a small async client.
 
-Other layers use the names below; `kubeconfig` (what a run is given) is a namespace.
+Other layers use the names below; `kubeconfig` (what a run is given) and `portforward` (a
+port-forward to a Pod) are namespaces.
 """
 
-from ansible_operator.kube import kubeconfig
+from ansible_operator.kube import kubeconfig, portforward
 from ansible_operator.kube.api import Api
 from ansible_operator.kube.client import (
     ApiError,
@@ -43,5 +44,6 @@ __all__ = [
     "kubeconfig",
     "list_pages",
     "load_credentials",
+    "portforward",
     "ssl_context",
 ]
