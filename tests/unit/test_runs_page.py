@@ -321,6 +321,7 @@ def test_a_replica_that_stops_answering_is_a_502_that_says_why():
         (["ui", "--follow"], "ui takes no --follow, -n or -o"),
         (["ui", "-n", "default"], "ui takes no --follow, -n or -o"),
         (["--port", "8080"], "--address and --port go with ui"),
+        (["ui", "--port", "65536"], "--port must be 0 (a free one) to 65535, not 65536"),
         (["--url", "127.0.0.1:1", "ui"], "--url must be http://HOST:PORT or https://HOST:PORT"),
     ],
 )

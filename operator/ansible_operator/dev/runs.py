@@ -95,6 +95,8 @@ def _check_ui(words: list[str], args: argparse.Namespace) -> None:
         raise RunsError(f"unexpected argument {words[1]!r}: runs ui serves every kind's runs")
     if args.follow or args.namespace is not None or args.output != "text":
         raise RunsError("ui takes no --follow, -n or -o: runs ui [--address A] [--port P]")
+    if args.port is not None and not 0 <= args.port <= 65535:
+        raise RunsError(f"--port must be 0 (a free one) to 65535, not {args.port}")
 
 
 def _say(line: str) -> None:
