@@ -426,7 +426,7 @@ def test_runs_with_metrics_require_rbac(
     told: list[str] = []
 
     def shown_by_mine() -> subprocess.CompletedProcess[str] | None:
-        done = runs(*mine, "show", f"{KIND}/guarded")
+        done = runs(*mine, "show", f"{KIND}/guarded", "-n", namespace)
         told.append(done.stderr)
         return done if done.returncode == 0 else None
 
