@@ -4,6 +4,7 @@ served over HTTP (their runs merged newest first, one run drawn, errors in one l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 from collections.abc import Iterator
@@ -263,10 +264,11 @@ def reach(monkeypatch, urls: list[str]) -> list[str]:
         async def close(self):
             await sessions[-1].close()
 
-    async def replicas(client, namespace, selector):
+    @contextlib.asynccontextmanager
+    async def replicas(client, namespace, selector, *, token):
         sessions.append(aiohttp.ClientSession())
-        return [
-            runs.runs_client.url_replica(url, sessions[-1], token=None, insecure=False)
+        yield [
+            runs.runs_client.url_replica(url, sessions[-1], token=token, insecure=False)
             for url in urls
         ]
 
@@ -381,8 +383,8 @@ def test_a_replica_that_does_not_answer_is_skipped_in_one_line(capsys, monkeypat
 def test_url_and_cluster_flags_do_not_mix(capsys):
     code, _, err = run_cli(capsys, "--url", "http://x:1", "--operator-namespace", "ops")
     assert code == 1 and "--url names the operator" in err
-    code, _, err = run_cli(capsys, "--token", "t", "--operator-namespace", "ops")
-    assert code == 1 and "--token and --insecure-skip-tls-verify go with --url" in err
+    code, _, err = run_cli(capsys, "--insecure-skip-tls-verify", "--operator-namespace", "ops")
+    assert code == 1 and "--insecure-skip-tls-verify goes with --url" in err
 
 
 def test_the_pods_metrics_endpoint():
@@ -398,7 +400,10 @@ def test_the_pods_metrics_endpoint():
             ]
         }
     }
-    assert runs.runs_client.metrics_endpoint(pod) == ("https", 8443)
-    pod["spec"]["containers"][1]["args"] = ["--metrics-secure=false"]
-    assert runs.runs_client.metrics_endpoint(pod) == ("http", 8443)
+    endpoint = runs.runs_client.Endpoint
+    assert runs.runs_client.metrics_endpoint(pod) == endpoint("https", 8443, guarded=False)
+    pod["spec"]["containers"][1]["args"] = ["--metrics-secure=false", "--metrics-require-rbac"]
+    assert runs.runs_client.metrics_endpoint(pod) == endpoint("http", 8443, guarded=True)
+    pod["spec"]["containers"][1]["args"] = ["--metrics-require-rbac=false"]
+    assert runs.runs_client.metrics_endpoint(pod) == endpoint("http", 8443, guarded=False)
     assert runs.runs_client.metrics_endpoint({"spec": {"containers": [{"name": "x"}]}}) is None

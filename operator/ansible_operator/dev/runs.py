@@ -119,15 +119,18 @@ async def _replicas(args: argparse.Namespace) -> AsyncIterator[list[Replica]]:
                 for url in args.url
             ]
         return
-    if args.token or args.insecure_skip_tls_verify:
+    if args.insecure_skip_tls_verify:
         raise RunsError(
-            "--token and --insecure-skip-tls-verify go with --url: in the cluster your "
-            "kubeconfig's credentials are used"
+            "--insecure-skip-tls-verify goes with --url: in the cluster the port-forward "
+            "reaches the operator's Pod, whose own certificate is not checked"
         )
     namespace = args.operator_namespace or _project_namespace()
     client = KubeClient(load_credentials(kubeconfig=str(args.kubeconfig or "")))
     try:
-        yield await runs_client.cluster_replicas(client, namespace, args.selector)
+        async with runs_client.cluster_replicas(
+            client, namespace, args.selector, token=args.token
+        ) as replicas:
+            yield replicas
     finally:
         await client.close()
 

@@ -44,7 +44,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     where.add_argument(
         "--token",
-        help="with --url: a bearer token, for an operator run with --metrics-require-rbac",
+        help="a bearer token for an operator run with --metrics-require-rbac (in the cluster: "
+        "default, your kubeconfig's)",
     )
     where.add_argument(
         "--insecure-skip-tls-verify",
