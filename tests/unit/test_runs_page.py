@@ -207,6 +207,21 @@ def test_a_copy_read_mid_run_does_not_hide_how_the_run_ended(order):
     assert web["last"] == FAILED_RUN
 
 
+@pytest.mark.parametrize("order", [1, -1])
+def test_a_crs_runs_keep_each_runs_freshest_copy(order):
+    stale = {**FAILED_RUN, "outcome": "Interrupted", "ended": None, "duration": None}
+
+    def replica(runs: list[dict]) -> runs_client.Replica:
+        async def get(path: str) -> dict:
+            return {"replica": "-", "runs": runs}
+
+        return runs_client.Replica(get)
+
+    replicas = [replica([FAILED_RUN, OLD_RUN]), replica([stale, OLD_RUN])][::order]
+    merged = asyncio.run(runs_client.summaries(replicas, ["/runs/g/v/K/ns/web"]))
+    assert merged == [FAILED_RUN, OLD_RUN]
+
+
 def test_the_merged_page_names_each_runs_replica(fakes):
     urls = [fakes["op-a"], fakes["op-b"], fakes["broken"]]
     (status, kinds), (_, runs), (_, run), (missing, _) = merged_pages(

@@ -391,8 +391,14 @@ async def summaries(replicas: Sequence[Replica], paths: Iterable[str]) -> list[d
             return []
 
     asked = [ask(replica, path) for path in paths for replica in replicas]
-    # Each run once: replicas sharing a disk (two on one machine) each read its record.
-    unique = {run["id"]: run for runs in await asyncio.gather(*asked) for run in runs}
+    # Each run once, its freshest copy: replicas sharing a disk (two on one machine) each read
+    # its record, one of them perhaps mid-run.
+    unique: dict[str, dict[str, Any]] = {}
+    for runs in await asyncio.gather(*asked):
+        for run in runs:
+            known = unique.get(run["id"])
+            if known is None or freshness(run) > freshness(known):
+                unique[run["id"]] = run
     return newest_first(unique.values())
 
 

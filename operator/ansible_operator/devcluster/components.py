@@ -109,7 +109,8 @@ def build(
                 "--advertise-address=127.0.0.1",
                 f"--secure-port={api}",
                 "--endpoint-reconciler-type=none",
-                "--kubelet-preferred-address-types=InternalIP",  # a fake Node's Hostname resolves nowhere
+                # A fake Node's Hostname resolves nowhere: port-forwards go to its InternalIP.
+                "--kubelet-preferred-address-types=InternalIP",
                 f"--cert-dir={layout.data('kube-apiserver')}",
                 f"--tls-cert-file={certs.serving_cert}",
                 f"--tls-private-key-file={certs.serving_key}",
