@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -38,7 +39,7 @@ def kubeconfig(tmp_path: Path, user: dict) -> Path:
     path.write_text(
         yaml.safe_dump(
             {
-                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
                 "users": [{"name": "u", "user": user}],
                 "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
                 "current-context": "x",
@@ -201,3 +202,32 @@ def test_exec_sections_this_client_cannot_run_are_refused_at_load(tmp_path, spec
 def test_an_auth_provider_is_refused_at_load(tmp_path):
     with pytest.raises(ConfigError, match="auth-provider plugin"):
         config.from_kubeconfig(kubeconfig(tmp_path, {"auth-provider": {"name": "gcp"}}))
+
+
+def test_a_client_runs_a_due_plugin_off_its_event_loop(plugin, monkeypatch):
+    answer(plugin, "t-1", datetime.now(UTC) + timedelta(hours=1))
+    user = exec_user(plugin)
+    path = kubeconfig(plugin, user)
+    creds = config.from_kubeconfig(path)
+    assert creds.exec_plugin is not None and creds.exec_plugin.due()
+    threads = []
+    run = type(creds.exec_plugin)._run
+
+    def recording(self):
+        threads.append(threading.current_thread())
+        return run(self)
+
+    monkeypatch.setattr(type(creds.exec_plugin), "_run", recording)
+
+    async def ask() -> None:
+        client = KubeClient(creds)  # the server is a port nobody listens on
+        try:
+            for _ in range(2):
+                with pytest.raises(Unreachable):
+                    await client.get("/version")
+        finally:
+            await client.close()
+
+    asyncio.run(ask())
+    assert len(threads) == 1 and threads[0] is not threading.main_thread()
+    assert not creds.exec_plugin.due()

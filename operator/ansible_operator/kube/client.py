@@ -11,6 +11,8 @@ are typed: ``ApiError`` carries the status, reason and message the API server re
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -156,8 +158,13 @@ class KubeClient:
         if self._session is not None:
             await self._session.close()
 
-    def _headers(self) -> dict[str, str]:
-        return {"Accept": "application/json", **auth_headers(self.creds)}
+    async def _headers(self) -> dict[str, str]:
+        plugin = self.creds.exec_plugin
+        if plugin is not None and plugin.due():  # a plugin may take a second: not on the loop
+            auth = await asyncio.to_thread(auth_headers, self.creds)
+        else:
+            auth = auth_headers(self.creds)
+        return {"Accept": "application/json", **auth}
 
     async def request(
         self,
@@ -171,7 +178,7 @@ class KubeClient:
     ) -> Any:
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
-        headers = {**self._headers(), **(headers or {})}
+        headers = {**(await self._headers()), **(headers or {})}
         if body is not None:
             headers["Content-Type"] = content_type
         code = NO_ANSWER
@@ -202,22 +209,24 @@ class KubeClient:
     async def get(self, path: str, params: dict[str, str] | None = None) -> Any:
         return await self.request("GET", path, params=params)
 
-    def websocket(
+    @contextlib.asynccontextmanager
+    async def websocket(
         self, path: str, params: dict[str, str], protocol: str
-    ) -> aiohttp.client._WSRequestContextManager:
-        """A WebSocket to ``path`` with the credentials, speaking ``protocol`` (``async with``);
-        aiohttp's WSServerHandshakeError carries the status of a refusal."""
+    ) -> AsyncIterator[aiohttp.ClientWebSocketResponse[bool]]:
+        """A WebSocket to ``path`` with the credentials, speaking ``protocol``; aiohttp's
+        WSServerHandshakeError carries the status of a refusal."""
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
-        return self._session.ws_connect(
+        async with self._session.ws_connect(
             self.creds.server + path,
             params=params,
             protocols=(protocol,),
-            headers=auth_headers(self.creds),
+            headers=await self._headers(),
             ssl=self._ssl,
             timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=10),
             autoping=True,
-        )
+        ) as ws:
+            yield ws
 
     async def watch(
         self, path: str, params: dict[str, str], *, read_timeout: float
@@ -233,7 +242,7 @@ class KubeClient:
             async with self._session.get(
                 self.creds.server + path,
                 params={**params, "watch": "true"},
-                headers=self._headers(),
+                headers=await self._headers(),
                 ssl=self._ssl,
                 timeout=timeout,
             ) as resp:

@@ -40,14 +40,16 @@ class ExecPlugin:
         default_factory=threading.Lock, compare=False, hash=False, repr=False
     )
 
+    def due(self) -> bool:
+        """Whether ``token()`` would run the plugin (no token yet, or it expires soon)."""
+        cached = self._cache.get("token")
+        return cached is None or (cached[1] is not None and time.time() >= cached[1] - EARLY)
+
     def token(self) -> str:
         """The plugin's token, run again only when the last one expires."""
         with self._lock:
-            cached = self._cache.get("token")
-            if cached is not None:
-                token, expires = cached
-                if expires is None or time.time() < expires - EARLY:
-                    return token
+            if not self.due():
+                return self._cache["token"][0]
             token, expires = self._run()
             self._cache["token"] = (token, expires)
             return token
