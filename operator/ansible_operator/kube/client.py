@@ -158,13 +158,14 @@ class KubeClient:
         if self._session is not None:
             await self._session.close()
 
-    async def _headers(self) -> dict[str, str]:
+    async def _auth_headers(self) -> dict[str, str]:
         plugin = self.creds.exec_plugin
         if plugin is not None and plugin.due():  # a plugin may take a second: not on the loop
-            auth = await asyncio.to_thread(auth_headers, self.creds)
-        else:
-            auth = auth_headers(self.creds)
-        return {"Accept": "application/json", **auth}
+            return await asyncio.to_thread(auth_headers, self.creds)
+        return auth_headers(self.creds)
+
+    async def _headers(self) -> dict[str, str]:
+        return {"Accept": "application/json", **(await self._auth_headers())}
 
     async def request(
         self,
@@ -221,7 +222,7 @@ class KubeClient:
             self.creds.server + path,
             params=params,
             protocols=(protocol,),
-            headers=await self._headers(),
+            headers=await self._auth_headers(),  # an Accept of JSON is refused (406)
             ssl=self._ssl,
             timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=10),
             autoping=True,

@@ -125,5 +125,6 @@ async def _pipe(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    for task in done:
-        task.result()  # the kubelet's error, or a broken connection
+    for task in tasks:  # the kubelet's word first: a write then fails only because it spoke
+        if task in done:
+            task.result()
