@@ -7,6 +7,7 @@ first, the command's server started and stopped."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import signal
 import socket
@@ -142,6 +143,16 @@ def fakes(serve) -> dict[str, str]:
     }
 
 
+def fixed(replicas: list[runs_client.Replica]) -> runs_ui.Reach:
+    """The same replicas found at every page load."""
+
+    @contextlib.asynccontextmanager
+    async def reach():
+        yield replicas
+
+    return reach
+
+
 def merged_pages(urls: list[str], *queries: dict[str, str]) -> list[tuple[int, str]]:
     """The merged page of the replicas at ``urls``, a fresh look for each query."""
 
@@ -150,8 +161,12 @@ def merged_pages(urls: list[str], *queries: dict[str, str]) -> list[tuple[int, s
             replicas = [
                 runs_client.url_replica(url, session, token=None, insecure=False) for url in urls
             ]
-            look = runs_ui.sources(replicas)
-            return [await runs_page.render(await look(), query) for query in queries]
+            look = runs_ui.sources(fixed(replicas))
+            pages = []
+            for query in queries:
+                async with look() as source:
+                    pages.append(await runs_page.render(source, query))
+            return pages
 
     return asyncio.run(go())
 
@@ -291,7 +306,8 @@ def test_the_served_page_asks_the_replicas_at_each_load(fakes):
 
                 return runs_client.Replica(get)
 
-            async with runs_ui.serving([replica("op-a"), replica("op-b")], "127.0.0.1", 0) as url:
+            reach = fixed([replica("op-a"), replica("op-b")])
+            async with runs_ui.serving(reach, "127.0.0.1", 0) as url:
                 assert url.startswith("http://127.0.0.1:") and url.endswith("/runs/ui")
                 loads = [await asyncio.to_thread(fetch, url)]
                 up["op-b"] = True
@@ -312,6 +328,38 @@ def test_the_served_page_asks_the_replicas_at_each_load(fakes):
     assert '<p class="error">no replica answered: op-a is down</p>' in html
 
 
+def test_the_served_page_finds_the_replicas_again_at_each_load(fakes):
+    """Pods come and go while ``runs ui`` serves: each load finds them anew, and a load that
+    finds none says why."""
+    found: list[list[str]] = [["op-a"], ["op-a", "op-b"], []]
+    opened, closed = [], []
+
+    async def go() -> list[tuple[int, str]]:
+        async with aiohttp.ClientSession() as session:
+
+            @contextlib.asynccontextmanager
+            async def reach():
+                names = found.pop(0)
+                if not names:
+                    raise runs_client.RunsError("no operator Pod labelled x in namespace ops")
+                opened.append(names)
+                yield [
+                    runs_client.url_replica(fakes[name], session, token=None, insecure=False)
+                    for name in names
+                ]
+                closed.append(names)
+
+            async with runs_ui.serving(reach, "127.0.0.1", 0) as url:
+                return [await asyncio.to_thread(fetch, url) for _ in range(3)]
+
+    (_, first), (_, second), (status, third) = asyncio.run(go())
+    assert [row[0] for row in cells(first, "resource")] == ["default/web"]
+    assert [row[0] for row in cells(second, "resource")] == ["default/db", "default/web"]
+    assert opened == closed == [["op-a"], ["op-a", "op-b"]]  # each load's forwards closed
+    assert status == 502
+    assert '<p class="error">no operator Pod labelled x in namespace ops</p>' in third
+
+
 def test_a_replica_that_stops_answering_is_a_502_that_says_why():
     async def get(path: str):
         if path == "/runs":
@@ -319,7 +367,7 @@ def test_a_replica_that_stops_answering_is_a_502_that_says_why():
         raise runs_client.RunsError("op-a: GET a CR's runs: timed out")
 
     async def go():
-        async with runs_ui.serving([runs_client.Replica(get)], "127.0.0.1", 0) as url:
+        async with runs_ui.serving(fixed([runs_client.Replica(get)]), "127.0.0.1", 0) as url:
             query = "?kind=cache.example.com/v1alpha1/Memcached&namespace=default&name=web"
             return await asyncio.to_thread(fetch, url + query)
 

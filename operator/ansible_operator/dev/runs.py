@@ -64,30 +64,43 @@ async def _main(args: argparse.Namespace) -> int:
         raise RunsError(f"unexpected argument {words[1]!r}: runs [KIND[/NAME]]")
     if args.follow and not show:
         raise RunsError("--follow follows one run: runs show KIND/NAME --follow")
-    kind_word, _, name = (words[1] if show else (words or [""])[0]).partition("/")
-    if show and not name:
+    if show and not words[1].partition("/")[2]:
         raise RunsError(f"show takes KIND/NAME, not {words[1]!r}")
     async with _replicas(args) as reached:
         replicas, known, failures = await runs_client.answering(reached)
         for failure in failures:  # the others' runs are still worth showing
             print(f"ansible-operator runs: skipped: {failure}", file=sys.stderr, flush=True)
-        if ui:
-            from ansible_operator.dev import runs_ui  # the runtime's page: only for ui
+        if not ui:
+            return await _answer(replicas, known, words, args)
+        found = len(reached)
+    from ansible_operator.dev import runs_ui  # the runtime's page: only for ui
 
-            address = "127.0.0.1" if args.address is None else args.address
-            port = 0 if args.port is None else args.port
-            return await runs_ui.serve(reached, address, port, say=_say)
-        if not kind_word:
-            runs = await runs_client.summaries(replicas, [kind.path for kind in known])
-            return _list(runs, args)
-        kind = runs_client.resolve_kind(known, kind_word)
-        if not name:
-            return _list(await runs_client.summaries(replicas, [kind.path]), args)
-        resource = runs_client.resolve_resource(known[kind], name, args.namespace)
-        if not show:
-            return _list(await runs_client.summaries(replicas, [resource.path]), args)
-        run_id = words[2] if len(words) == 3 else None
-        return await _show(replicas, resource, run_id, args)
+    address = "127.0.0.1" if args.address is None else args.address
+    port = 0 if args.port is None else args.port
+    # The replicas are found again at each page load: Pods come and go while it serves.
+    return await runs_ui.serve(lambda: _replicas(args), found, address, port, say=_say)
+
+
+async def _answer(
+    replicas: list[Replica],
+    known: dict[runs_client.Kind, set[Resource]],
+    words: list[str],
+    args: argparse.Namespace,
+) -> int:
+    """A list of runs, or one run (``show``), as ``words`` ask."""
+    show = words[:1] == ["show"]
+    kind_word, _, name = (words[1] if show else (words or [""])[0]).partition("/")
+    if not kind_word:
+        runs = await runs_client.summaries(replicas, [kind.path for kind in known])
+        return _list(runs, args)
+    kind = runs_client.resolve_kind(known, kind_word)
+    if not name:
+        return _list(await runs_client.summaries(replicas, [kind.path]), args)
+    resource = runs_client.resolve_resource(known[kind], name, args.namespace)
+    if not show:
+        return _list(await runs_client.summaries(replicas, [resource.path]), args)
+    run_id = words[2] if len(words) == 3 else None
+    return await _show(replicas, resource, run_id, args)
 
 
 def _check_ui(words: list[str], args: argparse.Namespace) -> None:

@@ -5,7 +5,8 @@ no bearer token, so this server asks the replicas itself, with the user's own cr
 browser 401 (``--metrics-require-rbac``).
 
 The page is the operator's renderer over another source: ``MergedRuns`` is one page load's
-look at the replicas, asked afresh at each load through ``runs_client`` (``answering`` says
+look at the replicas, found again (the Pods listed, their port-forwards opened, for as long as
+the load lasts) and asked afresh at each load through ``runs_client`` (``answering`` says
 which answer and why the others did not, ``summaries`` merges a CR's runs, ``record`` reads one
 run), so the command's lists and the page merge runs in one place. It listens on loopback
 unless told otherwise and serves until SIGINT or SIGTERM.
@@ -18,6 +19,7 @@ import contextlib
 import os
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from aiohttp import web
@@ -105,17 +107,26 @@ async def _read(answer: Awaitable[Any]) -> Any:
         raise runs_page.Unavailable(str(err)) from None
 
 
-def sources(replicas: Sequence[Replica]) -> runs_page.Sources:
-    """Each page load's source: the replicas asked afresh."""
+Reach = Callable[[], AbstractAsyncContextManager[Sequence[Replica]]]  # the replicas, found
 
-    async def look() -> runs_page.RunsSource:
-        return await MergedRuns.ask(replicas)
+
+def sources(reach: Reach) -> runs_page.Sources:
+    """Each page load's source: the replicas found (``reach``) and asked afresh."""
+
+    @contextlib.asynccontextmanager
+    async def look() -> AsyncIterator[runs_page.RunsSource]:
+        try:
+            async with reach() as replicas:
+                source = await MergedRuns.ask(replicas)
+                yield source
+        except RunsError as err:  # finding them: no Pod, no API server
+            raise runs_page.Unavailable(str(err)) from None
 
     return look
 
 
 @contextlib.asynccontextmanager
-async def serving(replicas: Sequence[Replica], address: str, port: int) -> AsyncIterator[str]:
+async def serving(reach: Reach, address: str, port: int) -> AsyncIterator[str]:
     """The merged page served at ``address:port`` (port 0: a free one) while in the context;
     its URL. A RunsError when it cannot listen there."""
 
@@ -123,7 +134,7 @@ async def serving(replicas: Sequence[Replica], address: str, port: int) -> Async
         raise web.HTTPFound(runs_page.PATH)
 
     app = web.Application()
-    app.router.add_get(runs_page.PATH, runs_page.handler(sources(replicas)))
+    app.router.add_get(runs_page.PATH, runs_page.handler(sources(reach)))
     app.router.add_get("/", home)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
@@ -141,16 +152,17 @@ async def serving(replicas: Sequence[Replica], address: str, port: int) -> Async
 
 
 async def serve(
-    replicas: Sequence[Replica], address: str, port: int, *, say: Callable[[str], None]
+    reach: Reach, found: int, address: str, port: int, *, say: Callable[[str], None]
 ) -> int:
-    """Serve the merged page until SIGINT or SIGTERM, having said where with ``say``; 0."""
+    """Serve the merged page until SIGINT or SIGTERM, having said where with ``say`` (and how
+    many replicas were ``found`` at the start); 0."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    async with serving(replicas, address, port) as url:
+    async with serving(reach, address, port) as url:
         for number in STOP_SIGNALS:
             loop.add_signal_handler(number, stop.set)
         try:
-            say(f"Serving the runs page of {len(replicas)} replica(s) at {url} (Ctrl-C to stop)")
+            say(f"Serving the runs page of {found} replica(s) at {url} (Ctrl-C to stop)")
             await stop.wait()
         finally:
             for number in STOP_SIGNALS:

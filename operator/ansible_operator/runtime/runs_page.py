@@ -15,14 +15,16 @@ One renderer, two sources (``RunsSource``): the operator serves its own replica'
 (``HistorySource``: each replica keeps its own, docs/runs.md), and ``ansible-operator runs ui``
 serves the same page on the user's machine from every replica's runs, merged
 (``dev.runs_ui``), with a replica column and a line on each replica that did not answer. A
-source is asked for afresh at each page load (``Sources``), so a merged page is as new as the
-replicas' answers.
+source is opened afresh for each page load and closed after it (``Sources``), so a merged page
+is as new as the replicas' answers, and its replicas are found again at each load.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Protocol
@@ -79,7 +81,7 @@ class RunsSource(Protocol):
     ) -> dict[str, Any] | None: ...
 
 
-Sources = Callable[[], Awaitable[RunsSource]]  # a source for one page load
+Sources = Callable[[], AbstractAsyncContextManager[RunsSource]]  # a source for one page load
 
 
 class HistorySource:
@@ -110,8 +112,9 @@ def routes(history: RunHistory) -> list[Route]:
     """The page's one GET route, for the metrics server's application."""
     source = HistorySource(history)
 
-    async def this_replica() -> RunsSource:
-        return source
+    @contextlib.asynccontextmanager
+    async def this_replica() -> AsyncIterator[RunsSource]:
+        yield source
 
     return [(PATH, handler(this_replica))]
 
@@ -122,8 +125,8 @@ def handler(sources: Sources) -> Handler:
     async def page(request: web.Request) -> web.Response:
         source = None
         try:
-            source = await sources()
-            status, html = await render(source, request.query)
+            async with sources() as source:
+                status, html = await render(source, request.query)
         except Unavailable as err:
             origin = Origin((), merged=True) if source is None else source.origin
             status, html = 502, _error(origin, str(err))
