@@ -3,6 +3,7 @@ served over HTTP (their runs merged newest first, one run drawn, errors in one l
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -16,7 +17,7 @@ from aiohttp import web
 
 from ansible_operator import cli
 from ansible_operator.core import timeline_layout
-from ansible_operator.dev import runs
+from ansible_operator.dev import runs, runs_command
 
 API_VERSION = "cache.example.com/v1alpha1"
 
@@ -281,6 +282,36 @@ def reach(monkeypatch, urls: list[str]) -> list[str]:
 @pytest.fixture
 def both(monkeypatch, two_replicas):
     return reach(monkeypatch, two_replicas)
+
+
+def test_the_cluster_is_reached_again_with_the_kubeconfig_read_once(monkeypatch, two_replicas):
+    """``runs ui`` finds the replicas at each page load, with the credentials read once (an exec
+    plugin's token kept), a client of its own each time."""
+    where = reach(monkeypatch, two_replicas)
+    loaded, clients = [], []
+    monkeypatch.setattr(runs, "load_credentials", lambda kubeconfig: loaded.append(1) or "creds")
+    real_client = runs.KubeClient
+    monkeypatch.setattr(
+        runs, "KubeClient", lambda creds: clients.append(creds) or real_client(creds)
+    )
+    args = runs_command_args(where)
+    find = runs._reach(args)
+
+    async def twice() -> list[int]:
+        counts = []
+        for _ in range(2):
+            async with find() as replicas:
+                counts.append(len(replicas))
+        return counts
+
+    assert asyncio.run(twice()) == [2, 2]
+    assert loaded == [1] and clients == ["creds", "creds"]
+
+
+def runs_command_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    runs_command.add_parser(parser.add_subparsers())
+    return parser.parse_args(["runs", *argv])
 
 
 def test_list_merges_the_replicas_newest_first(capsys, both):

@@ -28,7 +28,7 @@ import yaml
 
 from ansible_operator.core import timeline_layout
 from ansible_operator.dev import runs_client
-from ansible_operator.dev.runs_client import Replica, Resource, RunsError
+from ansible_operator.dev.runs_client import Reach, Replica, Resource, RunsError
 from ansible_operator.dev.runs_command import OPERATOR_NAMESPACE_FROM
 from ansible_operator.kube import ConfigError, KubeClient, load_credentials
 
@@ -66,7 +66,8 @@ async def _main(args: argparse.Namespace) -> int:
         raise RunsError("--follow follows one run: runs show KIND/NAME --follow")
     if show and not words[1].partition("/")[2]:
         raise RunsError(f"show takes KIND/NAME, not {words[1]!r}")
-    async with _replicas(args) as reached:
+    reach = _reach(args)
+    async with reach() as reached:
         replicas, known, failures = await runs_client.answering(reached)
         for failure in failures:  # the others' runs are still worth showing
             print(f"ansible-operator runs: skipped: {failure}", file=sys.stderr, flush=True)
@@ -78,7 +79,7 @@ async def _main(args: argparse.Namespace) -> int:
     address = "127.0.0.1" if args.address is None else args.address
     port = 0 if args.port is None else args.port
     # The replicas are found again at each page load: Pods come and go while it serves.
-    return await runs_ui.serve(lambda: _replicas(args), found, address, port, say=_say)
+    return await runs_ui.serve(reach, found, address, port, say=_say)
 
 
 async def _answer(
@@ -116,36 +117,48 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-@contextlib.asynccontextmanager
-async def _replicas(args: argparse.Namespace) -> AsyncIterator[list[Replica]]:
+def _reach(args: argparse.Namespace) -> Reach:
+    """How the command finds the replicas, each time it asks (``runs ui``: at each page load),
+    from what the flags say; the kubeconfig is read once, so an exec plugin's token is kept."""
     if args.url:  # one replica each
         if args.kubeconfig or args.operator_namespace:
             raise RunsError("--url names the operator: no --kubeconfig or --operator-namespace")
         for url in args.url:
             if not url.startswith(("http://", "https://")):
                 raise RunsError(f"--url must be http://HOST:PORT or https://HOST:PORT, not {url!r}")
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
-            yield [
-                runs_client.url_replica(
-                    url, session, token=args.token, insecure=args.insecure_skip_tls_verify
-                )
-                for url in args.url
-            ]
-        return
+
+        @contextlib.asynccontextmanager
+        async def at_urls() -> AsyncIterator[list[Replica]]:
+            timeout = aiohttp.ClientTimeout(total=30)
+            async with aiohttp.ClientSession(timeout=timeout) as session:
+                yield [
+                    runs_client.url_replica(
+                        url, session, token=args.token, insecure=args.insecure_skip_tls_verify
+                    )
+                    for url in args.url
+                ]
+
+        return at_urls
     if args.insecure_skip_tls_verify:
         raise RunsError(
             "--insecure-skip-tls-verify goes with --url: in the cluster the port-forward "
             "reaches the operator's Pod, whose own certificate is not checked"
         )
     namespace = args.operator_namespace or _project_namespace()
-    client = KubeClient(load_credentials(kubeconfig=str(args.kubeconfig or "")))
-    try:
-        async with runs_client.cluster_replicas(
-            client, namespace, args.selector, token=args.token
-        ) as replicas:
-            yield replicas
-    finally:
-        await client.close()
+    creds = load_credentials(kubeconfig=str(args.kubeconfig or ""))
+
+    @contextlib.asynccontextmanager
+    async def in_cluster() -> AsyncIterator[list[Replica]]:
+        client = KubeClient(creds)
+        try:
+            async with runs_client.cluster_replicas(
+                client, namespace, args.selector, token=args.token
+            ) as replicas:
+                yield replicas
+        finally:
+            await client.close()
+
+    return in_cluster
 
 
 def _project_namespace(where: Path = OPERATOR_NAMESPACE_FROM) -> str:

@@ -19,6 +19,7 @@ import json
 import os
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -52,6 +53,9 @@ class Replica:
     which replica it is)."""
 
     get: Get
+
+
+Reach = Callable[[], AbstractAsyncContextManager[Sequence[Replica]]]  # the replicas, found
 
 
 def _refusal(where: str, status: int, text: str, path: str) -> RunsError:

@@ -19,13 +19,12 @@ import contextlib
 import os
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from aiohttp import web
 
 from ansible_operator.dev import runs_client
-from ansible_operator.dev.runs_client import Kind, Replica, Resource, RunsError
+from ansible_operator.dev.runs_client import Kind, Reach, Replica, Resource, RunsError
 from ansible_operator.runtime import runs_page
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -105,9 +104,6 @@ async def _read(answer: Awaitable[Any]) -> Any:
         return await answer
     except RunsError as err:  # a replica that answered GET /runs and no longer does
         raise runs_page.Unavailable(str(err)) from None
-
-
-Reach = Callable[[], AbstractAsyncContextManager[Sequence[Replica]]]  # the replicas, found
 
 
 def sources(reach: Reach) -> runs_page.Sources:
