@@ -178,7 +178,9 @@ def _watch_run(tag: str, seen: dict[int, Proc]) -> asyncio.Task[None]:
             # The latest view of each process: a fork shows its parent's command line until it
             # execs or (warm runs) renames itself.
             for proc in tagged_processes(tag):
-                seen[proc.pid] = proc
+                # A process on its way out reads an empty command line: keep the last it had.
+                if proc.cmdline or proc.pid not in seen:
+                    seen[proc.pid] = proc
             await asyncio.sleep(0.05)
 
     return asyncio.create_task(watch())
