@@ -34,7 +34,7 @@ def operator(cluster, namespace, test_crds, tmp_path) -> Iterator[Operator]:
         yield op
     finally:
         op.stop()
-        print(f"---- operator log ({op.log_path}) ----\n{op.log()[-20000:]}", file=sys.stderr)
+        op.print_log()
 
 
 @pytest.fixture

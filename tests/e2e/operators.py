@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -81,6 +82,10 @@ class Operator:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def print_log(self) -> None:
+        """The end of the log on stderr, for the report of a test that fails."""
+        print(f"---- operator log ({self.log_path}) ----\n{self.log()[-20000:]}", file=sys.stderr)
 
     def records(self, since: int = 0) -> list[dict]:
         """The JSON records of the log (started with STRUCTURED_LOG) from character ``since``;

@@ -7,6 +7,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from .crds import install_crds
+from .rbac import account_binding
 from .waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -161,16 +162,7 @@ def test_rbac_refuses_what_the_role_does_not_allow(cluster, namespace):
             },
         )
         rbac.create_namespaced_role_binding(
-            namespace,
-            {
-                "metadata": {"name": "reader-cm-get"},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "Role",
-                    "name": "cm-get",
-                },
-                "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
-            },
+            namespace, account_binding("reader-cm-get", "Role", "cm-get", "reader", namespace)
         )
         core.create_namespaced_config_map(namespace, {"metadata": {"name": "readable"}})
         token = core.create_namespaced_service_account_token(

@@ -14,7 +14,6 @@ config/<overlay>), so that sessions sharing one cluster do not collide; the CRDs
 from __future__ import annotations
 
 import os
-import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from .project import (
     wait_all_successful,
     watched_version,
 )
+from .rbac import account_binding
 from .waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -300,19 +300,9 @@ def conversion_rules(installed: Installed) -> str:
         "metadata": {"name": name},
         "rules": [r for r in rules if r["resources"] == ["customresourcedefinitions"]],
     }
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [
-            {
-                "kind": "ServiceAccount",
-                "name": installed.name("osdk-controller-manager"),
-                "namespace": installed.namespace,
-            }
-        ],
-    }
+    binding = account_binding(
+        name, "ClusterRole", name, installed.name("osdk-controller-manager"), installed.namespace
+    )
     return yaml.safe_dump_all([role, binding])
 
 
@@ -345,7 +335,7 @@ def test_testing_rbac_is_enough_for_every_sample(testing, cluster, crs, tmp_path
     finally:
         op.stop()
         kubectl(kc, "delete", "-f", str(crd_rules), "--ignore-not-found", check=False)
-        print(f"---- operator log ({op.log_path}) ----\n{op.log()[-20000:]}", file=sys.stderr)
+        op.print_log()
 
 
 def test_the_ha_config_renders_three_sharded_replicas_with_a_budget_and_spread():

@@ -14,7 +14,6 @@ import copy
 import json
 import socket
 import ssl
-import sys
 import urllib.request
 from urllib.parse import urlsplit
 
@@ -52,7 +51,7 @@ def nginx_operator(cluster, namespace, tmp_path):
                     GROUP, "v1alpha2", namespace, PLURAL, item["metadata"]["name"]
                 )
         op.stop()
-        print(f"---- operator log ({op.log_path}) ----\n{op.log()[-20000:]}", file=sys.stderr)
+        op.print_log()
 
 
 def _client_config(cluster) -> dict:

@@ -6,7 +6,6 @@ the same type and label names, except the deliberate absences below (docs/metric
 from __future__ import annotations
 
 import ssl
-import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,7 +71,7 @@ def operator(cluster, namespace, tmp_path) -> Iterator[Operator]:
         yield op
     finally:
         op.stop()
-        print(f"---- operator log ({op.log_path}) ----\n{op.log()[-20000:]}", file=sys.stderr)
+        op.print_log()
 
 
 def test_our_families_are_upstreams(operator, cluster, namespace, crs, tmp_path):

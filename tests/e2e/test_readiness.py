@@ -101,4 +101,4 @@ def test_ready_only_with_the_api_server_and_the_watches(
         wait_until(lambda: readyz(probe_port) == (200, "ok"), what="ready again", timeout=180)
     finally:
         operator.stop()
-        print(operator.log()[-20000:])
+        operator.print_log()

@@ -43,6 +43,7 @@ from ansible_operator.kube import KubeClient, load_credentials, portforward
 from .cluster import fresh_namespace
 from .crds import GROUP, VERSION, install_crds, kind_crd
 from .operators import Operator
+from .rbac import account_binding
 from .resources import new_cr, wait_condition
 from .waiting import wait_until
 
@@ -330,6 +331,7 @@ def test_runs_of_every_replica_through_port_forwards(
             )
         finally:
             second.stop()
+            second.print_log()
 
 
 @pytest.fixture
@@ -347,16 +349,9 @@ def readers(cluster, namespace):
         role = yaml.safe_load((REPO / "config/rbac/runs_reader_role.yaml").read_text())
         role["metadata"]["name"] = f"runs-reader-{uuid.uuid4().hex[:8]}"
         rbac.create_cluster_role(role)
+        name = role["metadata"]["name"]
         rbac.create_cluster_role_binding(
-            {
-                "metadata": {"name": role["metadata"]["name"]},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": role["metadata"]["name"],
-                },
-                "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
-            }
+            account_binding(name, "ClusterRole", name, "reader", namespace)
         )
         try:
             yield tokens[0], tokens[1]
@@ -440,18 +435,8 @@ def test_runs_with_metrics_require_rbac(
     with cluster.api_client() as api_client:
         rbac = client.RbacAuthorizationV1Api(api_client)
         rbac.create_namespaced_role(namespace, forwarder)
-        rbac.create_namespaced_role_binding(
-            namespace,
-            {
-                "metadata": {"name": "operator-runs"},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "Role",
-                    "name": "operator-runs",
-                },
-                "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
-            },
-        )
+        binding = account_binding("operator-runs", "Role", "operator-runs", "reader", namespace)
+        rbac.create_namespaced_role_binding(namespace, binding)
     try:
         shown = wait_until(shown_by_mine, what="the reader's RBAC to take effect")
     except AssertionError as err:
@@ -708,3 +693,4 @@ def test_runs_ui_merges_every_replica_in_chromium(
             print(f"screenshots of runs ui's page: {ARTIFACTS}/runs-ui-*.png")
         finally:
             second.stop()
+            second.print_log()

@@ -20,6 +20,7 @@ from ansible_operator import __version__
 from ansible_operator.devcluster import binaries, deploy
 from ansible_operator.gocompat import pluralize
 from tests.e2e.crds import GROUP, VERSION, install_crds, kind_crd
+from tests.e2e.rbac import account_binding
 from tests.e2e.waiting import wait_until
 from tests.image.pod import PodmanPod, service_account_dir
 
@@ -106,15 +107,7 @@ def _scraper(cluster, namespace: str, cluster_role: str) -> Iterator[str]:
         )
         rbac = client.RbacAuthorizationV1Api(api_client)
         rbac.create_cluster_role_binding(
-            {
-                "metadata": {"name": name},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": cluster_role,
-                },
-                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-            }
+            account_binding(name, "ClusterRole", cluster_role, name, namespace)
         )
         try:
             yield _token(cluster, namespace, name)
@@ -243,12 +236,7 @@ def _account(cluster, namespace: str, prefix: str, rules: list[dict]) -> str:
         core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
         rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})
         rbac.create_namespaced_role_binding(
-            namespace,
-            {
-                "metadata": {"name": name},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-            },
+            namespace, account_binding(name, "Role", name, name, namespace)
         )
     return name
 
