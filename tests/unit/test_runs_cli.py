@@ -17,7 +17,7 @@ from aiohttp import web
 
 from ansible_operator import cli
 from ansible_operator.core import timeline_layout
-from ansible_operator.dev import runs, runs_command
+from ansible_operator.dev import runs, runs_client, runs_command
 
 API_VERSION = "cache.example.com/v1alpha1"
 
@@ -409,6 +409,29 @@ def test_a_replica_that_does_not_answer_is_skipped_in_one_line(capsys, monkeypat
     assert code == 0
     assert [line.split()[-1] for line in out.splitlines()[1:]] == ["run-2", "run-1"]
     assert err == f"ansible-operator runs: skipped: {broken}: GET /runs: 500 Unauthorized\n"
+
+
+def test_a_replica_is_asked_over_a_few_connections_kept_alive(serve):
+    """A command asks a path per kind; through a port-forward each connection is a WebSocket
+    through the API server, so the paths share a few connections rather than one each."""
+    peers: set[tuple[str, int]] = set()
+
+    async def handle(request: web.Request) -> web.Response:
+        peers.add(request.transport.get_extra_info("peername"))
+        await asyncio.sleep(0.01)  # the requests overlap
+        return web.json_response({"runs": []})
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    url = serve(app)
+
+    async def ask() -> list[dict]:
+        async with runs_client.replica_session() as session:
+            replica = runs_client.url_replica(url, session, token=None, insecure=False)
+            return await runs_client.summaries([replica], [f"/runs/g/v/K{i}" for i in range(40)])
+
+    assert asyncio.run(ask()) == []
+    assert len(peers) == runs_client.CONNECTIONS_PER_REPLICA
 
 
 def test_url_and_cluster_flags_do_not_mix(capsys):

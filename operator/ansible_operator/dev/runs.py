@@ -23,7 +23,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import yaml
 
 from ansible_operator.core import timeline_layout
@@ -129,8 +128,7 @@ def _reach(args: argparse.Namespace) -> Reach:
 
         @contextlib.asynccontextmanager
         async def at_urls() -> AsyncIterator[list[Replica]]:
-            timeout = aiohttp.ClientTimeout(total=30)
-            async with aiohttp.ClientSession(timeout=timeout) as session:
+            async with runs_client.replica_session() as session:
                 yield [
                     runs_client.url_replica(
                         url, session, token=args.token, insecure=args.insecure_skip_tls_verify

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -27,9 +26,13 @@ from urllib.parse import quote
 import aiohttp
 
 from ansible_operator.gocompat import parse_bool
-from ansible_operator.kube import ApiError, KubeClient, Unreachable, portforward
+from ansible_operator.kube import ApiError, KubeClient, Unreachable, portforward, reason
 
 METRICS_PORT_NAME = "metrics"
+# Connections to each replica at once: a command asks a path per kind, and through a
+# port-forward every connection is a WebSocket through the API server to the kubelet, so a few
+# kept alive carry them all.
+CONNECTIONS_PER_REPLICA = 4
 
 
 class RunsError(Exception):
@@ -56,6 +59,14 @@ class Replica:
 
 
 Reach = Callable[[], AbstractAsyncContextManager[Sequence[Replica]]]  # the replicas, found
+
+
+def replica_session() -> aiohttp.ClientSession:
+    """The HTTP session a command asks the replicas with."""
+    return aiohttp.ClientSession(
+        timeout=aiohttp.ClientTimeout(total=30),
+        connector=aiohttp.TCPConnector(limit=0, limit_per_host=CONNECTIONS_PER_REPLICA),
+    )
 
 
 def _refusal(where: str, status: int, text: str, path: str) -> RunsError:
@@ -118,19 +129,10 @@ def url_replica(
                 "operator's own is self-signed: --insecure-skip-tls-verify"
             ) from None
         except (TimeoutError, aiohttp.ClientError) as err:
-            raise RunsError(f"cannot reach {reach}: {_reason(err)}") from None
+            raise RunsError(f"cannot reach {reach}: {reason(err)}") from None
         return _json(where, path, text)
 
     return Replica(get)
-
-
-def _reason(err: BaseException) -> str:
-    if isinstance(err, aiohttp.ClientConnectorError):
-        errno = err.os_error.errno
-        return os.strerror(errno) if errno and errno > 0 else str(err.os_error)
-    if isinstance(err, TimeoutError):
-        return "timed out"
-    return str(err) or type(err).__name__
 
 
 def _error_text(text: str) -> str:
@@ -216,9 +218,7 @@ async def cluster_replicas(
         )
     bearer = token or client.creds.bearer_token()
     async with contextlib.AsyncExitStack() as stack:
-        session = await stack.enter_async_context(
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
-        )
+        session = await stack.enter_async_context(replica_session())
         replicas = []
         for name, endpoint in running:
             forward = await stack.enter_async_context(

@@ -14,6 +14,7 @@ from ansible_operator.kube.client import (
     UntrustedServer,
     auth_headers,
     list_pages,
+    reason,
     ssl_context,
 )
 from ansible_operator.kube.config import (
@@ -45,5 +46,6 @@ __all__ = [
     "list_pages",
     "load_credentials",
     "portforward",
+    "reason",
     "ssl_context",
 ]

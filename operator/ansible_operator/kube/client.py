@@ -158,6 +158,18 @@ class KubeClient:
         if self._session is not None:
             await self._session.close()
 
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """The connection pool, made at first use (inside the event loop). Uncapped: every
+        watch and WebSocket holds a connection for as long as it lasts, and aiohttp's default
+        cap of 100 would leave an operator with 100 watches (kinds by namespaces) waiting for a
+        connection for each request after them, status updates and Lease renewals included."""
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                timeout=self._timeout, connector=aiohttp.TCPConnector(limit=0)
+            )
+        return self._session
+
     async def _auth_headers(self) -> dict[str, str]:
         plugin = self.creds.exec_plugin
         if plugin is not None and plugin.due():  # a plugin may take a second: not on the loop
@@ -177,14 +189,12 @@ class KubeClient:
         params: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
     ) -> Any:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
         headers = {**(await self._headers()), **(headers or {})}
         if body is not None:
             headers["Content-Type"] = content_type
         code = NO_ANSWER
         try:
-            async with self._session.request(
+            async with self.session.request(
                 method,
                 self.creds.server + path,
                 json=body,
@@ -216,9 +226,7 @@ class KubeClient:
     ) -> AsyncIterator[aiohttp.ClientWebSocketResponse[bool]]:
         """A WebSocket to ``path`` with the credentials, speaking ``protocol``; aiohttp's
         WSServerHandshakeError carries the status of a refusal."""
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
-        async with self._session.ws_connect(
+        async with self.session.ws_connect(
             self.creds.server + path,
             params=params,
             protocols=(protocol,),
@@ -235,12 +243,10 @@ class KubeClient:
         """The events of a watch request (``watch=true`` is added), one dict each, until the
         server ends the stream; ApiError when it refuses to start one, Unreachable on a
         broken connection, including no bytes at all for ``read_timeout`` seconds."""
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read_timeout)
         started = False
         try:
-            async with self._session.get(
+            async with self.session.get(
                 self.creds.server + path,
                 params={**params, "watch": "true"},
                 headers=await self._headers(),
