@@ -299,6 +299,44 @@ def test_records_are_read_back_after_a_restart_and_a_run_cut_short_says_so(tmp_p
     assert after.kinds() == []
 
 
+def test_only_the_records_of_the_watched_kinds_and_namespaces_are_read_and_bounded(
+    tmp_path: Path,
+) -> None:
+    """Another operator on the machine shares the directory: its records (of another kind, or
+    of the same kind in another namespace) are neither listed nor removed to keep the bound."""
+    site = GVK("web.example.com", "v1", "Site")
+    theirs = history(tmp_path)
+
+    def record(h: RunHistory, gvk: GVK, namespace: str, name: str, ident: str) -> None:
+        obj = {**cr(name), "apiVersion": gvk.api_version, "kind": gvk.kind}
+        obj["metadata"] = {**obj["metadata"], "namespace": namespace}
+        started = h.begin(
+            gvk=gvk,
+            obj=obj,
+            input_dir=tmp_path / gvk.group / gvk.version / gvk.kind / namespace / name,
+            ident=ident,
+            trigger=triggers.periodic(60),
+            finalizing=False,
+            ansible="/roles/x",
+        )
+        h.finish(started, None, outcome="Succeeded")
+
+    record(theirs, site, "ns", "blog", "theirs-1")
+    record(theirs, MEMCACHED, "elsewhere", "mc", "theirs-2")
+    record(theirs, MEMCACHED, "ns", "mc", "mine-1")
+    one = max(p.stat().st_size for p in tmp_path.rglob("*.json"))
+
+    mine = history(tmp_path, kinds=[MEMCACHED], namespaces=["ns"], max_bytes=int(one * 1.5))
+    [kind] = mine.kinds()
+    assert (kind["kind"], [r["name"] for r in kind["resources"]]) == ("Memcached", ["mc"])
+    memcached = ("cache.example.com", "v1alpha1", "Memcached")
+    assert [s["id"] for s in mine.runs(*memcached, "ns", "mc")] == ["mine-1"]
+    record(mine, MEMCACHED, "ns", "mc", "mine-2")  # past max_bytes: its own oldest goes
+    assert sorted(p.stem for p in tmp_path.rglob("*.json")) == ["mine-2", "theirs-1", "theirs-2"]
+    everything = history(tmp_path)
+    assert sorted(s["id"] for s in everything.runs(*memcached)) == ["mine-2", "theirs-2"]
+
+
 def test_no_records_when_turned_off(tmp_path: Path) -> None:
     assert not history(tmp_path, per_resource=0).enabled
 

@@ -164,6 +164,8 @@ class Operator:
             DEFAULT_BASE_DIR,
             per_resource=settings.runs.run_history,
             max_bytes=settings.runs.run_history_size,
+            kinds=[watch.gvk for watch in watches],
+            namespaces=settings.watching.watch_namespaces,
         )
         try:
             self.endpoints = Endpoints(

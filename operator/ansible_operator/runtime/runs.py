@@ -8,7 +8,10 @@ operator's disk, an emptyDir in the Pod) and goes with the CR (``RunSession.forg
 the directory). It is written when the run starts (``Running``) and again when it ends, so a
 crash leaves a record that says it never ended. Bounded twice: the newest ``per_resource``
 records of each CR, and ``max_bytes`` for all of them (the oldest go first). The index of
-summaries is read from disk on first use, not at start, and kept in memory after that.
+summaries is read from disk on first use, not at start, and kept in memory after that: the
+records of the kinds and namespaces this operator watches only, since another operator on the
+same machine (``make run`` of another project, the e2e tests) shares upstream's directory; its
+records are neither shown nor removed here.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import json
 import logging
 import os
 import socket
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,9 +121,15 @@ class RunHistory:
         per_resource: int,
         max_bytes: int,
         replica: str | None = None,
+        kinds: Collection[GVK] | None = None,
+        namespaces: Collection[str] = (),
         clock: Callable[[], datetime.datetime] = utc_now,
     ) -> None:
+        """The records under ``base`` of ``kinds`` (None: every kind) in ``namespaces`` (none:
+        every namespace; a cluster-scoped CR's are always read)."""
         self.base = Path(base)
+        self._kinds = None if kinds is None else {(k.group, k.version, k.kind) for k in kinds}
+        self._namespaces = frozenset(namespaces)
         self.per_resource = per_resource
         self.max_bytes = max_bytes
         self.replica = replica or socket.gethostname()
@@ -316,7 +325,17 @@ class RunHistory:
         if not self.base.is_dir():
             return
         for pattern in ("*/*/*/*/*/" + RECORDS + "/*.json", "*/*/*/*/" + RECORDS + "/*.json"):
-            yield from self.base.glob(pattern)
+            for path in self.base.glob(pattern):
+                if self._watched(path.relative_to(self.base).parts):
+                    yield path
+
+    def _watched(self, parts: tuple[str, ...]) -> bool:
+        """Whether a record at ``group/version/kind[/namespace]/name/runs/id.json`` is of a CR
+        this operator watches."""
+        if self._kinds is not None and parts[:3] not in self._kinds:
+            return False
+        namespaced = len(parts) == 7
+        return not (namespaced and self._namespaces and parts[3] not in self._namespaces)
 
 
 _SUMMARY_KEYS = (
