@@ -128,8 +128,13 @@ class RunHistory:
         """The records under ``base`` of ``kinds`` (None: every kind) in ``namespaces`` (none:
         every namespace; a cluster-scoped CR's are always read)."""
         self.base = Path(base)
-        self._kinds = None if kinds is None else {(k.group, k.version, k.kind) for k in kinds}
-        self._namespaces = frozenset(namespaces)
+        # Where the records are, as globs under base (the runner's layout, empty group dropped).
+        self._kind_dirs = (
+            ["*/*/*"]
+            if kinds is None
+            else sorted("/".join(filter(None, (k.group, k.version, k.kind))) for k in kinds)
+        )
+        self._namespace_dirs = sorted(namespaces) or ["*"]
         self.per_resource = per_resource
         self.max_bytes = max_bytes
         self.replica = replica or socket.gethostname()
@@ -321,21 +326,14 @@ class RunHistory:
         return self._index
 
     def _record_files(self) -> Iterator[Path]:
-        """Records of namespaced CRs (g/v/k/ns/name/runs) and cluster-scoped ones (g/v/k/name)."""
+        """Records of cluster-scoped CRs (g/v/k/name/runs) and namespaced ones (g/v/k/ns/name/runs)
+        in the directories of the watched kinds and namespaces (of every one when not given)."""
         if not self.base.is_dir():
             return
-        for pattern in ("*/*/*/*/*/" + RECORDS + "/*.json", "*/*/*/*/" + RECORDS + "/*.json"):
-            for path in self.base.glob(pattern):
-                if self._watched(path.relative_to(self.base).parts):
-                    yield path
-
-    def _watched(self, parts: tuple[str, ...]) -> bool:
-        """Whether a record at ``group/version/kind[/namespace]/name/runs/id.json`` is of a CR
-        this operator watches."""
-        if self._kinds is not None and parts[:3] not in self._kinds:
-            return False
-        namespaced = len(parts) == 7
-        return not (namespaced and self._namespaces and parts[3] not in self._namespaces)
+        for kind in self._kind_dirs:
+            yield from self.base.glob(f"{kind}/*/{RECORDS}/*.json")
+            for namespace in self._namespace_dirs:
+                yield from self.base.glob(f"{kind}/{namespace}/*/{RECORDS}/*.json")
 
 
 _SUMMARY_KEYS = (
