@@ -10,6 +10,8 @@ The host's network is the Pod's, so the bind addresses are moved to free loopbac
 from __future__ import annotations
 
 import socket
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +20,7 @@ from urllib.parse import urlsplit
 
 from ansible_operator.devcluster.image import Podman
 from ansible_operator.kube.config import from_kubeconfig
+from tests.e2e.waiting import wait_until
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -90,6 +93,21 @@ class PodmanPod:
         }
         out = [a for a in args if a.partition("=")[0] not in moved]
         return out + [f"{flag}={address}" for flag, address in moved.items()]
+
+    def wait_ready(self) -> None:
+        """Until its /readyz says ready: by then its conversion webhook has pointed the CRDs at
+        it (the local cluster routes no Service, so a CR of a converted kind fails before)."""
+
+        def ready() -> bool:
+            assert self.running(), self.logs()
+            url = f"http://127.0.0.1:{self.probe_port}/readyz"
+            try:
+                with urllib.request.urlopen(url, timeout=5) as resp:
+                    return resp.status == 200
+            except (urllib.error.URLError, OSError):
+                return False
+
+        wait_until(ready, what=f"{self.name} ready", timeout=300, every=1)
 
     def running(self) -> bool:
         state = self.podman.run("inspect", "--format", "{{.State.Running}}", self.name, check=False)

@@ -174,6 +174,7 @@ def test_every_sample_reconciles_with_service_account_credentials(
     )
     # Only this test's namespace: other tests may share the cluster (the RBAC is cluster-wide).
     pod.start(container, secrets, {"WATCH_NAMESPACE": namespace})
+    pod.wait_ready()
     refs = _apply_samples(cluster, namespace, SAMPLES)
 
     def all_successful():
@@ -212,6 +213,7 @@ def test_a_missing_rbac_rule_is_a_failure_naming_verb_and_resource(
         tmp_path / "serviceaccount", cluster.kubeconfig, _token(cluster, namespace, name), namespace
     )
     pod.start(container, secrets, {"WATCH_NAMESPACE": namespace})
+    pod.wait_ready()
     memcached = [p for p in SAMPLES if "memcached" in p.name]
     (ref,) = _apply_samples(cluster, namespace, memcached)
 
