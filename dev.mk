@@ -33,11 +33,13 @@ PYTEST_ARGS ?=
 
 .PHONY: lint unit e2e venv cluster-up cluster-down cluster-status binaries clean image-test bench soak
 
+# uv (from PyPI, into the virtualenv) installs the packages: about 20 s where pip took 3-5 min.
+UV := $(BIN)/uv
 $(STAMP): pyproject.toml
 	$(NEED_PYTHON)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet uv
+	$(UV) pip install --quiet --python $(BIN)/python -e '.[test]'
 	touch $(STAMP)
 	@$(LINK_VENV)
 
@@ -78,54 +80,63 @@ lint: $(STAMP)  ## ruff, mypy, layers, CRDs, Dockerfile, yamllint, ansible-lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/ansible-lint $(ANSIBLE_LINT_EXTRA) \
 		roles playbooks operator/ansible_collections molecule  # .ansible-lint: what, why
 
-unit: $(STAMP)  ## the unit tests
-	$(BIN)/pytest tests/unit tests/runner $(PYTEST_ARGS)
+unit: $(STAMP)  ## the unit and runner tests (no cluster)
+	$(BIN)/pytest tests/unit tests/runner $(call workers,$(UNIT_WORKERS)) $(PYTEST_ARGS)
 
 # The four ansible-cores, each tested (`.ci/run`): 2.18 (the `ansible` 11 package) is the default,
 # as upstream's image, and the one pyproject.toml pins; 2.19, 2.20 and 2.21 (`ansible` 12, 13, 14)
-# each have a virtualenv of their own beside $(VENV), made as $(VENV) is, then with their
-# `ansible` installed over the pinned one. pip lets no extra loosen a pin of the base
-# dependencies, so this override is the one way to get another core beside an unchanged default;
-# pip reports the pin it overrides, once, and nothing else differs. The Dockerfile does the same
-# with its ANSIBLE build argument. For a core C of $(CORES):
+# each have a virtualenv of their own beside $(VENV), made as $(VENV) is but with their `ansible`
+# in place of the pinned one (uv's --override: one resolution, the pin alone replaced). The
+# Dockerfile does the same with its ANSIBLE build argument. A test whose outcome depends on the
+# core is marked `ansible_core` (tests/conftest.py, which also refuses Ansible to unmarked unit
+# tests); the per-core targets run those alone, every other test runs once, in `make test`.
+# For a core C of $(CORES):
 #   make venv-ansible-core-C   its virtualenv ($(VENV) for the default)
-#   make unit-ansible-core-C   the unit and runner tests (cold and warm runners) on it
-#   make e2e-ansible-core-C    the e2e tests of E2E_SUBSET on it: variables, status, requeue,
-#                              finalizers, dependents, the example roles, the util collection, the
-#                              scaffold and the messages for the new rules of 2.19 and later
+#   make unit-ansible-core-C   the unit and runner tests marked ansible_core, on it
+#   make e2e-ansible-core-C    the e2e tests marked ansible_core, on it: variables, status,
+#                              requeue, finalizers, dependents, the example roles, the util
+#                              collection, the scaffold and the messages for the new rules of 2.19+
 DEFAULT_CORE := 2.18
 CORES := 2.18 2.19 2.20 2.21
 ANSIBLE_FOR_2.18 := ansible>=11,<12
 ANSIBLE_FOR_2.19 := ansible>=12,<13
 ANSIBLE_FOR_2.20 := ansible>=13,<14
 ANSIBLE_FOR_2.21 := ansible>=14,<15
-E2E_SUBSET ?= tests/e2e/test_reconcile.py tests/e2e/test_dependents.py tests/e2e/test_util_modules.py \
-	tests/e2e/test_samples.py tests/e2e/test_new_api.py tests/e2e/test_ansible_core_rules.py
 core_venv = $(if $(filter $(DEFAULT_CORE),$1),$(VENV),$(VENV)-ansible-core-$1)
 .PRECIOUS: $(VENV)-ansible-core-%/.installed  # a made virtualenv, not an intermediate file
 
-$(VENV)-ansible-core-%/.installed: pyproject.toml
+$(VENV)-ansible-core-%/.installed: pyproject.toml $(STAMP)
 	$(if $(ANSIBLE_FOR_$*),,$(error no ansible-core $* here: choose one of $(CORES)))
-	$(NEED_PYTHON)
 	$(PYTHON) -m venv $(@D)
-	$(@D)/bin/pip install --quiet --upgrade pip
-	$(@D)/bin/pip install --quiet -e '.[test]'
-	$(@D)/bin/pip install --quiet '$(ANSIBLE_FOR_$*)'
+	echo '$(ANSIBLE_FOR_$*)' > $(@D)/ansible-override.txt
+	$(UV) pip install --quiet --python $(@D)/bin/python -e '.[test]' \
+		--override $(@D)/ansible-override.txt
 	touch $@
+
+# The unit layers and the e2e layer run on parallel workers (pytest-xdist): UNIT_WORKERS and
+# E2E_WORKERS processes, each e2e worker with a private cluster of its own (tests/e2e/cluster.py)
+# and a test module's tests together (--dist loadfile: its fixtures are set up once). The e2e
+# tests mostly wait on the API server and their operators, so more workers than cores pay
+# (docs/contributing.md has the measurements). 1 runs them in this process, one at a time.
+UNIT_WORKERS ?= 2
+E2E_WORKERS ?= 3
+workers = $(if $(filter 1,$1),-p no:xdist,-n $1 --dist loadfile)
 
 .SECONDEXPANSION:
 venv-ansible-core-%: $$(call core_venv,$$*)/.installed ;
 
 unit-ansible-core-%: $$(call core_venv,$$*)/.installed
-	$(call core_venv,$*)/bin/pytest tests/unit tests/runner $(PYTEST_ARGS)
+	$(call core_venv,$*)/bin/pytest tests/unit tests/runner -m ansible_core \
+		$(call workers,$(UNIT_WORKERS)) $(PYTEST_ARGS)
 
 e2e-ansible-core-%: $$(call core_venv,$$*)/.installed
 	$(call core_venv,$*)/bin/ansible-operator dev-cluster build
-	$(call core_venv,$*)/bin/pytest $(E2E_SUBSET) $(PYTEST_ARGS)
+	$(call core_venv,$*)/bin/pytest tests/e2e -m ansible_core $(call workers,$(E2E_WORKERS)) \
+		$(PYTEST_ARGS)
 
 e2e: $(STAMP)  ## the end-to-end tests on the local cluster
 	$(ANSIBLE_OPERATOR) dev-cluster build
-	$(BIN)/pytest tests/e2e $(PYTEST_ARGS)
+	$(BIN)/pytest tests/e2e $(call workers,$(E2E_WORKERS)) $(PYTEST_ARGS)
 
 # `make bench`: bench/operator_bench.py (run from the repository root), the operator as a real
 # process with each runner mode on each core of BENCH_CORES (from its virtualenv, made if missing),

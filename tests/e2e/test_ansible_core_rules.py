@@ -18,7 +18,7 @@ from .operators import ROLES
 from .resources import condition, config_map_data, new_cr, wait_condition
 from .waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.ansible_core]
 
 CORE = tuple(int(part) for part in version("ansible-core").split(".")[:2])
 TASKS = ROLES / "legacy" / "tasks" / "main.yml"

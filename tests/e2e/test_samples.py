@@ -18,7 +18,7 @@ from .project import (
     watched_version,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.ansible_core]
 
 
 @pytest.fixture

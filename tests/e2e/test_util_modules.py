@@ -12,7 +12,7 @@ from .crds import GROUP, VERSION, install_crds, kind_crd
 from .resources import condition, config_map_data, new_cr, wait_condition
 from .waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.ansible_core]
 
 KIND = "Reporter"
 PLURAL = "reporters"

@@ -19,6 +19,8 @@ from prometheus_client import generate_latest
 from ansible_operator.runner import find_ansible_runner, versions
 from ansible_operator.runtime.metrics import OperatorMetrics
 
+pytestmark = pytest.mark.ansible_core
+
 
 def fake_ansible(bindir: Path, core: str, runner: str = "2.4.3") -> str:
     """`ansible-runner` and `ansible-playbook` scripts in `bindir` that print their versions."""

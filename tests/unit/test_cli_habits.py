@@ -77,6 +77,7 @@ def test_a_bad_command_line_is_one_line_exit_1(capsys, argv, line):
     assert err == f"{line} (see {prog} --help)\n"
 
 
+@pytest.mark.ansible_core
 def test_version_flag_is_the_version_command(capsys):
     assert cli.main(["version"]) == 0
     command = capsys.readouterr().out
@@ -109,6 +110,7 @@ def test_the_commit_is_the_checkout_s_else_the_one_pip_recorded(tmp_path):
     assert source.commit(built, tmp_path / "site-packages") == f"{head}-dirty"
 
 
+@pytest.mark.ansible_core
 def test_version_shows_this_checkout_s_commit(capsys):
     assert cli.main(["version"]) == 0
     head = git(Path(cli.__file__).parents[2], "rev-parse", "--short=12", "HEAD")

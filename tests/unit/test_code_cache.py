@@ -10,6 +10,8 @@ from ansible.utils.collection_loader import _collection_finder
 from ansible_operator.runner.warm import cachedir
 from ansible_operator.runner.warm.patches import code_cache
 
+pytestmark = pytest.mark.ansible_core
+
 SOURCE = "ANSWER = 42\n"
 
 

@@ -6,8 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
+
 from ansible_operator.dev import playbook
 from ansible_operator.runner.warm.modules import IN_PROCESS_ENV
+
+pytestmark = pytest.mark.ansible_core
 
 PLAYBOOK = f"""\
 - hosts: localhost

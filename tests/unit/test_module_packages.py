@@ -78,6 +78,7 @@ def test_missing_files_and_directories(tmp_path, make, digest, expected):
     assert unchanged(str(path), digest, None) is expected
 
 
+@pytest.mark.ansible_core
 def test_a_package_that_could_not_be_imported_is_valid_while_it_stays_missing():
     assert module_packages._valid([["ansible_collections.nowhere.none", NO_PACKAGE, None]])
     assert not module_packages._valid([["json", NO_PACKAGE, None]])  # there now
@@ -86,6 +87,7 @@ def test_a_package_that_could_not_be_imported_is_valid_while_it_stays_missing():
 @pytest.mark.skipif(
     not patches.tested_here("module-packages"), reason="not tested here (patches.PATCHES)"
 )
+@pytest.mark.ansible_core
 def test_a_collection_module_is_packaged_once_for_every_later_run(tmp_path, monkeypatch):
     """kubernetes.core.k8s, as the memcached role runs it: its module_utils packages without an
     __init__.py and its optional import of a collection that is not installed (cloud.common)

@@ -12,6 +12,8 @@ from ansible.utils.collection_loader import _collection_finder
 
 from ansible_operator.runner.warm.patches import parsed_yaml
 
+pytestmark = pytest.mark.ansible_core
+
 BASE_YML = Path(manager.__file__).with_name("base.yml")
 
 

@@ -14,9 +14,12 @@ from ansible.utils import plugin_docs as ansible_plugin_docs
 from ansible_operator.runner.warm import cachedir, patches
 from ansible_operator.runner.warm.patches import plugin_docs
 
-pytestmark = pytest.mark.skipif(
-    not patches.tested_here("plugin-docs"), reason="not tested here (patches.PATCHES)"
-)
+pytestmark = [
+    pytest.mark.ansible_core,
+    pytest.mark.skipif(
+        not patches.tested_here("plugin-docs"), reason="not tested here (patches.PATCHES)"
+    ),
+]
 DOC = "short_description: a plugin\noptions:\n  colour:\n    default: blue\n"
 try:  # 2.19+: the text is tagged with where it comes from and passed to yaml.load
     from ansible._internal._datatag._tags import Origin, TrustedAsTemplate

@@ -13,9 +13,12 @@ from jinja2.utils import pass_context
 from ansible_operator.runner.warm import cachedir, patches
 from ansible_operator.runner.warm.patches import template_cache
 
-pytestmark = pytest.mark.skipif(
-    not patches.tested_here("template-cache"), reason="not tested here (patches.PATCHES)"
-)
+pytestmark = [
+    pytest.mark.ansible_core,
+    pytest.mark.skipif(
+        not patches.tested_here("template-cache"), reason="not tested here (patches.PATCHES)"
+    ),
+]
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ one; the tests' promtool another.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -47,7 +48,8 @@ def ensure(
     environ: Mapping[str, str] | None = None,
     progress: binaries.Progress | None = None,
 ) -> Path:
-    """The cached program, built first when it is not there."""
+    """The cached program, built first when it is not there (by one process at a time: the
+    others, parallel test workers say, wait for its build and take it)."""
     env = dict(os.environ if environ is None else environ)
     out = path(program, env)
     if out.is_file():
@@ -56,10 +58,20 @@ def ensure(
         raise binaries.BinariesError(
             f"go was not found on PATH: {program.title} is built from Go modules on first use"
         )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.with_name(out.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if out.is_file():
+            return out
+        return _build(program, env, out, progress)
+
+
+def _build(
+    program: GoProgram, env: dict[str, str], out: Path, progress: binaries.Progress | None
+) -> Path:
     say = progress or (lambda m: print(m, file=sys.stderr, flush=True))
     say(f"building {program.title} from Go modules...")
     started = time.monotonic()
-    out.parent.mkdir(parents=True, exist_ok=True)
     env.update(GOTOOLCHAIN="local", CGO_ENABLED="0", GOFLAGS="-mod=readonly")
     tags = ["-tags", ",".join(program.tags)] if program.tags else []
     with tempfile.TemporaryDirectory(prefix=f"ansible-operator-{program.name}-") as tmp:
