@@ -131,11 +131,13 @@ unit-ansible-core-%: $$(call core_venv,$$*)/.installed
 
 e2e-ansible-core-%: $$(call core_venv,$$*)/.installed
 	$(call core_venv,$*)/bin/ansible-operator dev-cluster build
+	$(call core_venv,$*)/bin/python -m tests.e2e.tools  # promtool, the bundle validator
 	$(call core_venv,$*)/bin/pytest tests/e2e -m ansible_core $(call workers,$(E2E_WORKERS)) \
 		$(PYTEST_ARGS)
 
 e2e: $(STAMP)  ## the end-to-end tests on the local cluster
 	$(ANSIBLE_OPERATOR) dev-cluster build
+	$(BIN)/python -m tests.e2e.tools  # promtool, the bundle validator
 	$(BIN)/pytest tests/e2e $(call workers,$(E2E_WORKERS)) $(PYTEST_ARGS)
 
 # `make bench`: bench/operator_bench.py (run from the repository root), the operator as a real

@@ -22,7 +22,7 @@ import yaml
 
 from ansible_operator.devcluster import gobuild
 
-from .test_prometheus_rules import PROMTOOL
+from .tools import PROMTOOL
 
 pytestmark = pytest.mark.e2e
 

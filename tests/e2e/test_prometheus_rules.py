@@ -33,20 +33,12 @@ from ansible_operator.devcluster import binaries, deploy, gobuild
 
 from .crds import GROUP, VERSION
 from .resources import new_cr, wait_condition
+from .tools import PROMTOOL
 
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
-PROMETHEUS_VERSION = "v0.316.0"  # github.com/prometheus/prometheus, as promtool/go.mod pins it
-PROMTOOL = gobuild.GoProgram(
-    name="promtool",
-    pin=f"prometheus-{PROMETHEUS_VERSION}",
-    title=f"promtool (github.com/prometheus/prometheus {PROMETHEUS_VERSION})",
-    module=HERE / "promtool",
-    package="github.com/prometheus/prometheus/cmd/promtool",
-    tags=("remove_all_sd",),  # no service discovery plugins: nothing here needs them
-)
 JOB = "ansible-operator-controller-manager-metrics-service"
 # The labels a Prometheus Operator's scrape of the operator's Service adds to each series.
 TARGET = {"job": JOB, "namespace": "ansible-operator-system", "pod": "manager-0"}

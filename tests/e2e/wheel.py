@@ -29,7 +29,21 @@ def wheel_venv(work: Path, extras: str = "") -> Path:
     (wheel,) = (work / "dist").glob("*.whl")
     run([sys.executable, "-m", "venv", str(work / "venv")], timeout=300)
     requirement = f"{wheel}[{extras}]" if extras else str(wheel)
-    run([str(work / "venv/bin/pip"), "install", "--quiet", requirement], timeout=1800)
+    # uv, beside this Python (dev.mk installs it): the same wheel and dependencies as pip's, in
+    # seconds rather than minutes.
+    uv = Path(sys.executable).parent / "uv"
+    run(
+        [
+            str(uv),
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(work / "venv/bin/python"),
+            requirement,
+        ],
+        timeout=1800,
+    )
     return work / "venv"
 
 

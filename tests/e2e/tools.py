@@ -1,0 +1,37 @@
+"""The Go programs the e2e tests run besides the cluster, built once into the binaries' cache
+before the tests start (`make e2e` runs `python -m tests.e2e.tools`), so that a first build of
+minutes is a step of its own, not part of a test under its timeout: promtool, for the alerts'
+tests, and the OLM bundle validator. A test that finds one missing still builds it first."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ansible_operator.devcluster import binaries, bundle_validator, gobuild
+
+HERE = Path(__file__).parent
+PROMETHEUS_VERSION = "v0.316.0"  # github.com/prometheus/prometheus, as promtool/go.mod pins it
+PROMTOOL = gobuild.GoProgram(
+    name="promtool",
+    pin=f"prometheus-{PROMETHEUS_VERSION}",
+    title=f"promtool (github.com/prometheus/prometheus {PROMETHEUS_VERSION})",
+    module=HERE / "promtool",
+    package="github.com/prometheus/prometheus/cmd/promtool",
+    tags=("remove_all_sd",),  # no service discovery plugins: nothing here needs them
+)
+PROGRAMS = [PROMTOOL, bundle_validator.PROGRAM]
+
+
+def main() -> int:
+    try:
+        for program in PROGRAMS:
+            gobuild.ensure(program, progress=lambda message: print(message, file=sys.stderr))
+    except binaries.BinariesError as err:
+        print(f"tests.e2e.tools: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
