@@ -21,6 +21,13 @@ from .operators import Operator
 KINDS = ["Greeting", "Flaky", "Counter", "Requeuer", "Finalized", "Sleeper", "Echo", "Picky"]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules marked `long` first (a stable sort keeps each module's order): parallel
+    workers take whole modules in this order (--dist loadfile), so the longest ones start at
+    once instead of ending the run alone."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.fixture(scope="session")
 def test_crds(cluster) -> None:
     with cluster.api_client() as api_client:

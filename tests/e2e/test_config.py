@@ -37,7 +37,7 @@ from .project import (
 from .rbac import account_binding
 from .waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 
 @dataclass(frozen=True)

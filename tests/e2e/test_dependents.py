@@ -18,7 +18,7 @@ from .operators import STRUCTURED_LOG, records_of
 from .resources import condition, config_map_data, new_cr, wait_condition
 from .waiting import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.ansible_core]
+pytestmark = [pytest.mark.e2e, pytest.mark.ansible_core, pytest.mark.long]
 
 KINDS = ["Stack", "NsMaker", "Keeper", "Toolbox", "Garbler"]
 SECRET_BLACKLISTED = {"group": "", "version": "v1", "kind": "Secret"}

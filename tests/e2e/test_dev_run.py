@@ -17,7 +17,7 @@ from tests.runner.runs import live_group_members
 from .project import CONFIG, REPO, kubectl, samples
 from .waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 READY = re.compile(r"==== the operator \(pid (\d+)\) is ready: metrics http://127.0.0.1:(\d+)/")
 

@@ -20,7 +20,7 @@ from ansible_operator import cli
 from .crds import remove_crds
 from .wheel import run, user_env, wheel_venv
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 ROLE_TASKS = """\
 ---

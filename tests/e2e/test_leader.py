@@ -25,7 +25,7 @@ from .resources import config_map_data, new_cr, wait_condition
 from .test_config import install, service_account_kubeconfig, uninstall
 from .waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 LEASE = "replicas-test"
 

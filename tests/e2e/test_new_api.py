@@ -21,7 +21,7 @@ from ansible_operator import cli
 from .crds import install_crds, remove_crds
 from .waiting import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.ansible_core]
+pytestmark = [pytest.mark.e2e, pytest.mark.ansible_core, pytest.mark.long]
 
 VERSION = "v1alpha1"
 METRICS_ENV = {"ANSIBLE_OPERATOR_USER_METRICS_ADDRESS": "127.0.0.1:0"}

@@ -30,7 +30,7 @@ from ansible_operator.devcluster import binaries
 
 from .crds import remove_crds
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = re.compile(r"<!-- quickstart[^>]*-->\n```sh\n(.*?)```", re.DOTALL)

@@ -16,7 +16,7 @@ from .operators import ROLES, STRUCTURED_LOG, processes_matching, records_of
 from .resources import condition, config_map_data, new_cr, wait_condition
 from .waiting import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.ansible_core]
+pytestmark = [pytest.mark.e2e, pytest.mark.ansible_core, pytest.mark.long]
 
 
 def create(crs, namespace, kind, name, spec, labels=None):

@@ -47,7 +47,7 @@ from .rbac import account_binding
 from .resources import new_cr, wait_condition
 from .waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 KIND, PLURAL = "Stepper", "steppers"
 CLI = Path(sys.executable).parent / "ansible-operator"

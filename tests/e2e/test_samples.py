@@ -18,7 +18,7 @@ from .project import (
     watched_version,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.ansible_core]
+pytestmark = [pytest.mark.e2e, pytest.mark.ansible_core, pytest.mark.long]
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from .operators import STRUCTURED_LOG, Replica, records_of
 from .resources import new_cr
 from .waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 KIND, PLURAL = "Sleeper", "sleepers"
 GVK = f"{GROUP}/{VERSION}, Kind={KIND}"

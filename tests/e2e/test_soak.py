@@ -12,7 +12,7 @@ import pytest
 
 from tests.soak.suite import LEASE_SECONDS, SoakConfig, run
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 
 def test_short_fault_run_ends_converged_without_overlaps_or_leftovers(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ from .relay import relayed_kubeconfig
 from .resources import config_map_data, new_cr, wait_condition
 from .waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 
 @pytest.fixture(scope="module")
