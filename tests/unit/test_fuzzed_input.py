@@ -6,8 +6,8 @@ never a traceback, never a parser dump.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -20,7 +20,10 @@ from ansible_operator.core.extravars import (
     ReservedVariableError,
     SpecError,
     build_extra_vars,
+    check_spec,
+    extravars_document,
     mark_unsafe,
+    marker_key,
     too_deep,
 )
 from ansible_operator.core.reserved_vars import is_reserved
@@ -58,16 +61,61 @@ def one_line(text: str) -> bool:
 
 @FUZZ
 @given(spec=st.dictionaries(KEYS, JSON, max_size=6))
-def test_any_json_spec_becomes_json_variables(spec):
+def test_any_json_spec_becomes_variables_that_read_back_as_written(spec):
     assume(not any(is_reserved(to_snake(key)) for key in spec))  # refused: the test below
+    assume(marker_key(spec) is None)  # refused: test_a_marker_key_anywhere_is_refused_by_path
     obj = {"metadata": {"name": "x", "namespace": "ns"}, "spec": spec}
     params = build_extra_vars(obj, WATCH, finalizing=False)
-    json.dumps(params)  # what the runner writes to env/extravars
+    # What the runner writes to env/extravars, read back: every value as it was.
+    assert yaml.load(extravars_document(params), Loader=UnsafeLoader) == params
     assert params[META_VAR] == {"name": "x", "namespace": "ns"}
     assert params["_cache_example_com_memcached_spec"] == mark_unsafe(spec)
     for key in spec:
         if to_snake(key) != META_VAR:
             assert to_snake(key) in params
+
+
+class UnsafeLoader(yaml.SafeLoader):
+    """`!unsafe` read as the text it tags (Ansible reads it as its unsafe text)."""
+
+
+UnsafeLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
+
+
+@FUZZ
+@given(
+    spec=JSON,
+    marker=st.sampled_from(
+        ["__ansible_unsafe", "__ansible_vault", "__ansible_type", "__ansible_x"]
+    ),
+    data=st.data(),
+)
+def test_a_marker_key_anywhere_is_refused_by_path(spec, marker, data):
+    """A key of ansible-core's serialization markers, put at a random place of any spec."""
+    path, here = ["spec"], {"wrapper": spec}
+    node: Any = here
+    while isinstance(node, dict | list) and node and data.draw(st.booleans()):
+        if isinstance(node, dict):
+            key = data.draw(st.sampled_from(sorted(node)))
+            path.append(f".{key}")
+        else:
+            key = data.draw(st.integers(0, len(node) - 1))
+            path.append(f"[{key}]")
+        if not isinstance(node[key], dict | list) or not node[key]:
+            break
+        node = node[key]
+    if isinstance(node, dict):
+        node[marker] = 1
+        path.append(f".{marker}")
+    else:
+        node.append({marker: 1})
+        path.append(f"[{len(node) - 1}].{marker}")
+    assume(marker_key(here) == "".join(path[1:]).lstrip("."))  # the first one found is ours
+    obj = {"metadata": {"name": "x", "namespace": "ns"}, "spec": here}
+    with pytest.raises(SpecError) as refused:
+        check_spec(obj, WATCH)
+    assert str(refused.value).startswith("".join(path) + ": a key starting with __ansible_")
+    assert one_line(str(refused.value))
 
 
 # Keys written to become Ansible's own variables, in every spelling an attacker might try.

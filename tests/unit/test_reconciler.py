@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ansible_operator.core.extravars import MAX_SPEC_DEPTH
+from ansible_operator.core.extravars import MAX_SPEC_DEPTH, UnsafeText
 from ansible_operator.core.watches import GVK, Finalizer, Watch
 from ansible_operator.kube.client import ResourceInfo
 from ansible_operator.kube.discovery import Discovery
@@ -404,11 +405,41 @@ def test_a_spec_too_deep_for_variables_is_a_failure_naming_the_field_and_no_run(
     for _ in range(MAX_SPEC_DEPTH + 5):
         nested = {"level": nested}
     w = world(tmp_path, [], spec={"size": 1, "deepField": nested})
-    with pytest.raises(ReconcileError, match=r"spec\.deepField is nested more than"):
+    with pytest.raises(TerminalError, match=r"^spec\.deepField is nested more than"):
         w.reconcile()
-    message = w.condition("Failure")["message"]
-    assert message.startswith("Unable to run reconciliation: spec.deepField is nested more than")
-    assert w.proxy.valid == {}
+    failure = w.condition("Failure")
+    assert failure["reason"] == "SpecRefused"
+    assert failure["message"].startswith("spec.deepField is nested more than")
+    assert w.events() == [("Warning", "SpecRefused", failure["message"])]
+    assert w.proxy.valid == {} and w.runner.requests == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        (
+            {"__ansible_unsafe": {"ansible_operator_meta": {"namespace": "other"}}},
+            "spec.__ansible_unsafe",
+        ),
+        (
+            {"a": [{"b": {"__ansible_vault": "$ANSIBLE_VAULT;1.1;AES256"}}]},
+            "spec.a[0].b.__ansible_vault",
+        ),
+        ({"x": {"__ansible_type": "x"}}, "spec.x.__ansible_type"),
+    ],
+)
+def test_a_serialization_marker_key_anywhere_is_refused_naming_the_field(tmp_path, spec, field):
+    w = world(tmp_path, [], watch=WITH_FINALIZER, spec=spec)
+    with pytest.raises(
+        TerminalError, match=rf"^{re.escape(field)}: a key starting with __ansible_"
+    ):
+        w.reconcile()
+    failure = w.condition("Failure")
+    assert (failure["reason"], w.events()) == (
+        "SpecRefused",
+        [("Warning", "SpecRefused", failure["message"])],
+    )
+    assert w.runner.requests == [] and "finalizers" not in w.obj()["metadata"]
 
 
 # --- reserved variables ---------------------------------------------------------------------------
@@ -461,7 +492,8 @@ def test_a_variable_the_watch_allows_by_name_reaches_the_role(tmp_path):
     w = world(tmp_path, [succeeded()], watch=watch, spec={"ansibleHost": "db"})
     w.reconcile()
     [request] = w.runner.requests
-    assert request.extravars["ansible_host"] == {"__ansible_unsafe": "db"}
+    assert request.extravars["ansible_host"] == "db"
+    assert isinstance(request.extravars["ansible_host"], UnsafeText)
 
     w = world(tmp_path / "2", [], watch=watch, spec={"ansibleHost": "db", "ansibleUser": "x"})
     with pytest.raises(TerminalError, match="ansibleUser would set the Ansible variable"):

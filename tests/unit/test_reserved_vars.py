@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_operator.core import reserved_vars
-from ansible_operator.core.extravars import ReservedVariableError, build_extra_vars
+from ansible_operator.core.extravars import ReservedVariableError, UnsafeText, build_extra_vars
 from ansible_operator.core.reserved_vars import SpecVariable
 from ansible_operator.core.watches import GVK, Watch
 
@@ -85,9 +85,8 @@ def test_building_the_variables_refuses_them_too():
     with pytest.raises(ReservedVariableError, match=r"spec\.ansibleConnection would set"):
         build_extra_vars(obj, WATCH, finalizing=False)
     allowed = Watch(gvk=WATCH.gvk, role="/roles/thing", allow_reserved_vars=("ansible_connection",))
-    assert build_extra_vars(obj, allowed, finalizing=False)["ansible_connection"] == {
-        "__ansible_unsafe": "ssh"
-    }
+    connection = build_extra_vars(obj, allowed, finalizing=False)["ansible_connection"]
+    assert (connection, type(connection)) == ("ssh", UnsafeText)
     # Ours is set after the spec's keys, so a CR's ansibleOperatorMeta changes nothing.
     obj["spec"] = {"ansibleOperatorMeta": {"name": "other"}}
     assert build_extra_vars(obj, WATCH, finalizing=False)["ansible_operator_meta"] == {

@@ -38,7 +38,8 @@ from ansible_operator.core.extravars import (
     ReservedVariableError,
     SpecError,
     build_extra_vars,
-    check_reserved,
+    check_spec,
+    extravars_document,
     object_var_name,
 )
 from ansible_operator.core.lease import JITTER_FACTOR, Candidate, LeaseRecord, Timings
@@ -101,11 +102,12 @@ __all__ = [
     "build_extra_vars",
     "cap",
     "changes",
-    "check_reserved",
+    "check_spec",
     "conditions",
     "conversion",
     "convert",
     "exponential_delay",
+    "extravars_document",
     "fingerprint",
     "has_reference",
     "injection_mode",

@@ -31,6 +31,9 @@ REASON_TIMEOUT = "Timeout"
 # Ours: the spec sets a variable that is Ansible's, not the CR's (core.reserved); no run starts
 # until the spec changes.
 REASON_RESERVED_VARIABLE = "ReservedVariable"
+# Ours: the CR cannot be handed to Ansible as data (core.extravars.check_spec says why, naming
+# the field); no run starts until it changes.
+REASON_SPEC_REFUSED = "SpecRefused"
 
 MESSAGE_RUNNING = "Running reconciliation"
 MESSAGE_AWAITING = "Awaiting next reconciliation"

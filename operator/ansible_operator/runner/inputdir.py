@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ansible_operator.core import extravars_document
 from ansible_operator.runner.types import RunnerError
 
 DEFAULT_BASE_DIR = Path("/tmp/ansible-operator/runner")
@@ -85,7 +86,7 @@ def prepare_input_dir(
     env_dir = path / "env"
     files: dict[str, str] = {
         "envvars": json.dumps({"K8S_AUTH_KUBECONFIG": kubeconfig, "KUBECONFIG": kubeconfig}),
-        "extravars": json.dumps(dict(extravars), ensure_ascii=False),
+        "extravars": extravars_document(extravars),  # YAML: core/extravars.py says why
         "settings": json.dumps(
             {
                 # Upstream's event transport settings, kept for anyone reading the dir; events

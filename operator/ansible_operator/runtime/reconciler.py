@@ -22,9 +22,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ansible_operator.core import (
-    ReservedVariableError,
+    SpecError,
     Watch,
-    check_reserved,
+    check_spec,
     conditions,
     loops,
     object_var_name,
@@ -116,7 +116,7 @@ class Reconciler:
         if deleting and (finalizer is None or not has_finalizer(obj, finalizer)):
             log.info("Resource is terminated, skipping reconciliation")
             return Result()
-        await self._refuse_reserved_variables(obj, status)
+        await self._refuse_spec(obj, status)
         if finalizer is not None and not deleting and not has_finalizer(obj, finalizer):
             obj = await add_finalizer(self.client, resource, obj, finalizer)
 
@@ -161,15 +161,15 @@ class Reconciler:
             return Result()
         return Result(requeue_after=period, reason=triggers.periodic(period))
 
-    async def _refuse_reserved_variables(self, obj: dict[str, Any], status: StatusWriter) -> None:
-        """No run for a spec that would set Ansible's own variables: a Failure and a Warning
-        Event that name them, and no retry until the object changes (TerminalError)."""
+    async def _refuse_spec(self, obj: dict[str, Any], status: StatusWriter) -> None:
+        """No run for a CR that Ansible could not take as data (`check_spec`: a reserved variable,
+        a marker key, too deep): a Failure and a Warning Event that name the field, and no retry
+        until the object changes (TerminalError)."""
         try:
-            spec_vars = check_reserved(obj.get("spec"), self.watch)
-        except ReservedVariableError as err:
-            reason = conditions.REASON_RESERVED_VARIABLE
-            await status.error(str(err), reason=reason)
-            await self.events.failed(obj, str(err), reason=reason)
+            spec_vars = check_spec(obj, self.watch)
+        except SpecError as err:
+            await status.error(str(err), reason=err.reason)
+            await self.events.failed(obj, str(err), reason=err.reason)
             raise TerminalError(str(err)) from None
         for shadow in reserved_vars.shadowing(spec_vars, self.ansible_names):
             if shadow.variable not in self._shadowing_warned:
