@@ -113,13 +113,14 @@ $(VENV)-ansible-core-%/.installed: pyproject.toml $(STAMP)
 		--override $(@D)/ansible-override.txt
 	touch $@
 
-# The unit layers and the e2e layer run on parallel workers (pytest-xdist): UNIT_WORKERS and
-# E2E_WORKERS processes, each e2e worker with a private cluster of its own (tests/e2e/cluster.py)
-# and a test module's tests together (--dist loadfile: its fixtures are set up once). The e2e
-# tests mostly wait on the API server and their operators, so more workers than cores pay
-# (docs/contributing.md has the measurements). 1 runs them in this process, one at a time.
+# Parallel workers (pytest-xdist): UNIT_WORKERS for the unit layers, E2E_WORKERS for the e2e
+# layer, each e2e worker with a private cluster of its own (tests/e2e/cluster.py: one per
+# worker) and a test module's tests together (--dist loadfile: its fixtures are set up once;
+# modules marked `long` first). 1 runs them in pytest's own process, one at a time. On 2 cores
+# the e2e layer is CPU-bound: 3 and 4 workers took as long as one (docs/contributing.md), so
+# E2E_WORKERS is 1 here; on a bigger machine, `make e2e E2E_WORKERS=4`.
 UNIT_WORKERS ?= 2
-E2E_WORKERS ?= 3
+E2E_WORKERS ?= 1
 workers = $(if $(filter 1,$1),-p no:xdist,-n $1 --dist loadfile)
 
 .SECONDEXPANSION:
