@@ -7,6 +7,7 @@ import stat
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ansible_operator.runner.inputdir import (
     DEFAULT_BASE_DIR,
@@ -82,7 +83,10 @@ def test_prepare_writes_upstream_layout(tmp_path: Path) -> None:
         "K8S_AUTH_KUBECONFIG": "/tmp/kc",
         "KUBECONFIG": "/tmp/kc",
     }
-    assert json.loads((env / "extravars").read_text(encoding="utf-8")) == {"size": 3, "name": "ü"}
+    assert yaml.safe_load((env / "extravars").read_text(encoding="utf-8")) == {
+        "size": 3,
+        "name": "ü",
+    }
     settings = json.loads((env / "settings").read_text())
     assert settings["runner_http_url"] == "/tmp/ansibleoperator-42"
     assert settings["runner_http_path"] == "/events/"
@@ -106,7 +110,7 @@ def test_prepare_rewrites_everything_and_drops_leftovers(tmp_path: Path) -> None
     prepare(pdd, ident="43", extravars={"new": True}, kubeconfig="/tmp/kc2")
 
     assert sorted(p.name for p in (pdd / "env").iterdir()) == ["envvars", "extravars", "settings"]
-    assert json.loads((pdd / "env" / "extravars").read_text()) == {"new": True}
+    assert yaml.safe_load((pdd / "env" / "extravars").read_text()) == {"new": True}
     assert json.loads((pdd / "env" / "envvars").read_text())["KUBECONFIG"] == "/tmp/kc2"
     assert not (pdd / "args").exists()
     assert [p.name for p in (pdd / "inventory").iterdir()] == ["hosts"]
