@@ -117,9 +117,9 @@ $(VENV)-ansible-core-%/.installed: pyproject.toml $(STAMP)
 # layer, each e2e worker with a private cluster of its own (tests/e2e/cluster.py: one per
 # worker) and a test module's tests together (--dist loadfile: its fixtures are set up once;
 # modules marked `long` first). 1 runs them in pytest's own process, one at a time. On 2 cores
-# the e2e layer is CPU-bound: 3 and 4 workers took as long as one (docs/contributing.md), so
-# E2E_WORKERS is 1 here; on a bigger machine, `make e2e E2E_WORKERS=4`.
-UNIT_WORKERS ?= 2
+# both layers are CPU-bound: 3 and 4 e2e workers took as long as one, 2 unit workers longer
+# (docs/contributing.md), so both are 1 here; on a bigger machine, `make e2e E2E_WORKERS=4`.
+UNIT_WORKERS ?= 1
 E2E_WORKERS ?= 1
 workers = $(if $(filter 1,$1),-p no:xdist,-n $1 --dist loadfile)
 

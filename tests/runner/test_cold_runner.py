@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from ansible_operator.runner import AnsibleRunnerNotFound, ColdRunner, RunResult
 
@@ -297,7 +298,7 @@ def test_env_files_are_rewritten_on_every_run(
     assert not (env_dir / "cmdline").exists()
     assert second.outcome.artifact_data["from_cmdline"] == "absent"
     assert second.outcome.artifact_data["greeting_target"] == "unset"
-    assert json.loads((env_dir / "extravars").read_text()) == {}
+    assert yaml.safe_load((env_dir / "extravars").read_text()) == {}
 
 
 def test_rotation_keeps_n_runs_and_latest_points_at_the_last(
