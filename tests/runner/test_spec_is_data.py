@@ -173,7 +173,7 @@ def test_every_marker_and_template_at_every_depth_is_data(
 
 
 @settings(
-    max_examples=10,
+    max_examples=6,
     deadline=None,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],  # no shrinking: each example is a run
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
