@@ -84,7 +84,7 @@ unit: $(STAMP)  ## the unit tests (no cluster, no Ansible run: the fast loop)
 	$(BIN)/pytest tests/unit $(call workers,$(UNIT_WORKERS)) $(PYTEST_ARGS)
 
 runner: $(STAMP)  ## the runner tests: real ansible-runner runs, cold and warm (no cluster)
-	$(BIN)/pytest tests/runner $(PYTEST_ARGS)
+	$(BIN)/pytest tests/runner $(call workers,$(RUNNER_WORKERS)) $(PYTEST_ARGS)
 
 # The four ansible-cores, each tested (`.ci/run`): 2.18 (the `ansible` 11 package) is the default,
 # as upstream's image, and the one pyproject.toml pins; 2.19, 2.20 and 2.21 (`ansible` 12, 13, 14)
@@ -120,11 +120,12 @@ $(VENV)-ansible-core-%/.installed: pyproject.toml $(STAMP)
 # layer, each e2e worker with a private cluster of its own (tests/e2e/cluster.py: one per
 # worker) and a test module's tests together (--dist loadfile: its fixtures are set up once;
 # modules marked `long` first). 1 runs them in pytest's own process, one at a time. The unit
-# tests take 1 min 42 s on 2 workers here. The runner tests run one at a time (`make runner`):
-# their Ansible runs fill both cores, and beside each other some waits ran out. The e2e layer is
-# CPU-bound on 2 cores: 3 and 4 workers took as long as one (docs/contributing.md), so it is 1
-# here; on a bigger machine, `make e2e E2E_WORKERS=4`.
+# tests take 1 min 42 s on 2 workers here; the runner tests (RUNNER_WORKERS, also the per-core
+# stages) wait on their processes as much as they compute, and took half the time on 2 workers
+# as on one (docs/contributing.md). The e2e layer is CPU-bound on 2 cores: 3 and 4 workers took
+# as long as one, so it is 1 here; on a bigger machine, `make e2e E2E_WORKERS=4`.
 UNIT_WORKERS ?= 2
+RUNNER_WORKERS ?= 2
 E2E_WORKERS ?= 1
 workers = $(if $(filter 1,$1),-p no:xdist,-n $1 --dist loadfile)
 
@@ -132,7 +133,8 @@ workers = $(if $(filter 1,$1),-p no:xdist,-n $1 --dist loadfile)
 venv-ansible-core-%: $$(call core_venv,$$*)/.installed ;
 
 unit-ansible-core-%: $$(call core_venv,$$*)/.installed
-	$(call core_venv,$*)/bin/pytest tests/unit tests/runner -m ansible_core -p no:xdist $(PYTEST_ARGS)
+	$(call core_venv,$*)/bin/pytest tests/unit tests/runner -m ansible_core \
+		$(call workers,$(RUNNER_WORKERS)) $(PYTEST_ARGS)
 
 e2e-ansible-core-%: $$(call core_venv,$$*)/.installed
 	$(call core_venv,$*)/bin/ansible-operator dev-cluster build

@@ -1,14 +1,20 @@
 """Which tests run on which ansible-core, and the guard that keeps the choice honest.
 
-A test whose outcome depends on the ansible-core in use is marked ``ansible_core`` (every test of
-``tests/runner``, which runs Ansible by definition, is marked here): CI runs it on every supported
-core (``make unit-ansible-core-C``, ``make e2e-ansible-core-C`` select ``-m
+A test whose outcome depends on the ansible-core in use is marked ``ansible_core``: CI runs it on
+every supported core (``make unit-ansible-core-C``, ``make e2e-ansible-core-C`` select ``-m
 ansible_core``), every other test once, on the default core. In the in-process layers
 (``tests/unit``, ``tests/runner``) an unmarked test may not reach Ansible: while it runs (setup,
 call and teardown, forked children included) Ansible's packages are out of ``sys.modules`` and
 importing one fails, and starting an Ansible command or the warm runner's fork server fails; at
 collection, a test module holding something of Ansible's at its top level must mark its tests.
 So a test that needs Ansible cannot be left out of the per-core runs by a forgotten marker.
+
+``tests/runner`` runs Ansible by definition, so each of its tests says which it is: ``ansible_core``
+when what it checks is the core's (its events, templating, decoders, module loading, the warm
+runner's patches of it), or ``any_core(reason)`` when what it checks is the operator's own and
+Ansible is only the workload (process trees, locks, rotation, the fork server's supervision): it
+runs once, on the default core, and the reason says why the core cannot change its outcome. A
+runner test with neither, or both, fails at collection.
 """
 
 from __future__ import annotations
@@ -26,7 +32,10 @@ from typing import Any
 import pytest
 
 MARKER = "ansible_core"
-RUNNER_LAYER = Path(__file__).parent / "runner"  # real ansible-runner runs: all marked
+ANY_CORE = (
+    "any_core"  # a runner test whose outcome is the operator's own: once, on the default core
+)
+RUNNER_LAYER = Path(__file__).parent / "runner"  # real ansible-runner runs: each test says which
 # The layers whose tests run in this process; e2e and image tests run Ansible in the operators
 # they start, and choose their per-core subset by the marker alone.
 GUARDED_LAYERS = [Path(__file__).parent / "unit", RUNNER_LAYER]
@@ -116,9 +125,11 @@ sys.addaudithook(_guard.audit)
 
 
 def _guarded(item: pytest.Item) -> bool:
-    return item.get_closest_marker(MARKER) is None and any(
-        item.path.is_relative_to(layer) for layer in GUARDED_LAYERS
-    )
+    if item.get_closest_marker(MARKER) is not None:
+        return False
+    if item.get_closest_marker(ANY_CORE) is not None and item.path.is_relative_to(RUNNER_LAYER):
+        return False
+    return any(item.path.is_relative_to(layer) for layer in GUARDED_LAYERS)
 
 
 def _holds_ansible(module: types.ModuleType) -> str | None:
@@ -134,8 +145,10 @@ def _holds_ansible(module: types.ModuleType) -> str | None:
 @pytest.hookimpl(tryfirst=True)  # the marks, before -m selects by them
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if item.path.is_relative_to(RUNNER_LAYER):
-            item.add_marker(MARKER)
+        unsure = _runner_choice_missing(item)
+        if unsure is not None:
+            item.stash[_HELD] = unsure
+            continue
         module = getattr(item, "module", None)
         if module is None or not _guarded(item):
             continue
@@ -147,8 +160,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             )
 
 
+def _runner_choice_missing(item: pytest.Item) -> str | None:
+    """Why a test's choice of cores is missing or wrong, if it is."""
+    core, any_core = item.get_closest_marker(MARKER), item.get_closest_marker(ANY_CORE)
+    if any_core is not None and not item.path.is_relative_to(RUNNER_LAYER):
+        return f"{item.nodeid}: {ANY_CORE} is for tests/runner, whose tests run Ansible"
+    if not item.path.is_relative_to(RUNNER_LAYER):
+        return None
+    if (core is None) == (any_core is None):
+        return (
+            f"{item.nodeid}: a runner test is marked either @pytest.mark.{MARKER} (its outcome "
+            f"is the core's) or @pytest.mark.{ANY_CORE}(reason) (the operator's own), "
+            "not both, not neither (tests/conftest.py)"
+        )
+    if any_core is not None and not (any_core.args or any_core.kwargs.get("reason")):
+        return f"{item.nodeid}: @pytest.mark.{ANY_CORE} needs the reason the core cannot matter"
+    return None
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    if _HELD in item.stash:  # once, at setup: the test cannot run as it is marked
+        pytest.fail(item.stash[_HELD], pytrace=False)
     return (yield from _in_guard(item))
 
 
@@ -165,7 +198,5 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
 def _in_guard(item: pytest.Item) -> Iterator[None]:
     if not _guarded(item):
         return (yield)
-    if _HELD in item.stash:
-        pytest.fail(item.stash[_HELD], pytrace=False)
     with _guard.unmarked(item.nodeid):
         return (yield)

@@ -33,6 +33,7 @@ def artifact_dirs(request: Any) -> list[str]:
     return sorted(p.name for p in artifacts.iterdir() if p.is_dir() and not p.is_symlink())
 
 
+@pytest.mark.ansible_core
 def test_success_reports_counts_over_all_tasks_and_sees_its_inputs(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -68,6 +69,7 @@ def test_success_reports_counts_over_all_tasks_and_sees_its_inputs(
     assert result.duration > 0
 
 
+@pytest.mark.ansible_core
 def test_failed_task_gives_its_message_and_location(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -82,6 +84,7 @@ def test_failed_task_gives_its_message_and_location(
     assert result.outcome.ansible_result.failures == 1
 
 
+@pytest.mark.ansible_core
 def test_ignored_failure_is_not_a_failure(runner: ColdRunner, make_request: MakeRequest) -> None:
     result = run(runner, make_request(playbook=str(PLAYBOOKS / "ignored.yml")))
 
@@ -89,6 +92,7 @@ def test_ignored_failure_is_not_a_failure(runner: ColdRunner, make_request: Make
     assert result.outcome.stats["localhost"]["ignored"] == 1
 
 
+@pytest.mark.ansible_core
 def test_rescued_failure_is_not_a_failure(runner: ColdRunner, make_request: MakeRequest) -> None:
     events: list[dict[str, Any]] = []
     result = run(runner, make_request(playbook=str(PLAYBOOKS / "rescued.yml")), events)
@@ -99,6 +103,7 @@ def test_rescued_failure_is_not_a_failure(runner: ColdRunner, make_request: Make
     assert result.outcome.ansible_result.failures == 0
 
 
+@pytest.mark.ansible_core
 def test_real_failure_after_a_rescued_one_is_reported_alone(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -108,6 +113,7 @@ def test_real_failure_after_a_rescued_one_is_reported_alone(
     assert result.outcome.failure_messages == ["this one is real"]
 
 
+@pytest.mark.ansible_core
 def test_unreachable_host_is_a_failure(runner: ColdRunner, make_request: MakeRequest) -> None:
     inventory = DATA / "inventory" / "with_dead_host"
     request = make_request(
@@ -125,6 +131,7 @@ def test_unreachable_host_is_a_failure(runner: ColdRunner, make_request: MakeReq
     assert result.outcome.ansible_result.ok == 1  # localhost, counted although not alone
 
 
+@pytest.mark.ansible_core
 @pytest.mark.parametrize(
     ("playbook", "seconds"),
     [("requeue_fqcn.yml", 90.0), ("requeue_bare.yml", 45.0)],
@@ -139,6 +146,7 @@ def test_requeue_after_sets_the_delay_and_later_tasks_still_run(
     assert result.outcome.artifact_data == {"after_requeue": True}
 
 
+@pytest.mark.ansible_core
 def test_requeue_after_by_short_name_in_a_role_run(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -149,6 +157,7 @@ def test_requeue_after_by_short_name_in_a_role_run(
     assert result.outcome.artifact_data == {"after_requeue": True}
 
 
+@pytest.mark.ansible_core
 def test_requeue_after_rejects_an_invalid_time(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -160,6 +169,7 @@ def test_requeue_after_rejects_an_invalid_time(
     assert failure.task == "bad time" and "invalid time input" in failure.message
 
 
+@pytest.mark.ansible_core
 def test_missing_stats_event_is_a_failure_with_the_output_tail(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -193,6 +203,7 @@ def _assert_all_gone(tag: str, seen: dict[int, Proc]) -> None:
         assert live_group_members(proc.pgid) == [], f"process group of {proc} survived"
 
 
+@pytest.mark.any_core(reason="the deadline and the process-tree kill are the runner's")
 def test_timeout_kills_the_whole_process_tree(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -229,6 +240,7 @@ def test_timeout_kills_the_whole_process_tree(
     )
 
 
+@pytest.mark.any_core(reason="the process-tree kill is the runner's")
 def test_cancellation_kills_the_whole_process_tree(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -254,6 +266,7 @@ def test_cancellation_kills_the_whole_process_tree(
     _assert_all_gone(tag, seen)
 
 
+@pytest.mark.any_core(reason="the run's task handling is the runner's")
 def test_the_run_survives_the_cancellation_of_the_loops_other_tasks(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -277,6 +290,7 @@ def test_the_run_survives_the_cancellation_of_the_loops_other_tasks(
     assert result.rc == 0 and result.outcome.stats_received
 
 
+@pytest.mark.any_core(reason="the input dir's env files are written by the runner")
 def test_env_files_are_rewritten_on_every_run(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -301,6 +315,7 @@ def test_env_files_are_rewritten_on_every_run(
     assert yaml.safe_load((env_dir / "extravars").read_text()) == {}
 
 
+@pytest.mark.any_core(reason="artifact rotation is ansible-runner's and ours")
 def test_rotation_keeps_n_runs_and_latest_points_at_the_last(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -317,6 +332,7 @@ def test_rotation_keeps_n_runs_and_latest_points_at_the_last(
     assert latest.is_symlink() and latest.resolve() == result.artifact_dir.resolve()
 
 
+@pytest.mark.any_core(reason="artifact rotation is ansible-runner's and ours")
 def test_rotation_with_one_kept_run_survives_the_latest_link(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -329,6 +345,7 @@ def test_rotation_with_one_kept_run_survives_the_latest_link(
     assert artifact_dirs(request) == [request.ident]
 
 
+@pytest.mark.ansible_core
 @pytest.mark.parametrize(
     ("skip_facts", "gathering", "gathered"),
     [(True, "implicit", False), (None, "explicit", False), (None, "implicit", True)],
@@ -355,6 +372,7 @@ def test_role_mode_runs_the_role_and_honours_fact_skipping(
     }
 
 
+@pytest.mark.any_core(reason="the command line is the runner's")
 def test_verbosity_is_passed_to_ansible(runner: ColdRunner, make_request: MakeRequest) -> None:
     result = run(runner, make_request(playbook=str(PLAYBOOKS / "one_debug.yml"), verbosity=3))
 
@@ -363,6 +381,7 @@ def test_verbosity_is_passed_to_ansible(runner: ColdRunner, make_request: MakeRe
     assert "-vvv" in command
 
 
+@pytest.mark.any_core(reason="no Ansible starts: the executable is missing")
 def test_missing_ansible_runner_is_a_clear_error(make_request: MakeRequest, tmp_path: Path) -> None:
     runner = ColdRunner(executable=str(tmp_path / "no-such-ansible-runner"))
     request = make_request(playbook=str(PLAYBOOKS / "one_debug.yml"))

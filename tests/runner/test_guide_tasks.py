@@ -12,9 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.guide import blocks, is_task_list
+
+pytestmark = pytest.mark.ansible_core  # the core's own behaviour, on each core
 
 
 class AnsibleYaml(yaml.SafeLoader):

@@ -29,6 +29,8 @@ from ansible_operator.runtime.reconciler import failure_summary
 
 from .runs import ROLES, MakeRequest
 
+pytestmark = pytest.mark.ansible_core  # the core's own behaviour, on each core
+
 CORE = tuple(int(part) for part in version("ansible-core").split(".")[:2])
 
 

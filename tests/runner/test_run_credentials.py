@@ -18,6 +18,8 @@ from ansible_operator.runner.warm.client import WarmRunner
 
 from .runs import ROLES, MakeRequest
 
+pytestmark = pytest.mark.ansible_core  # the core's own behaviour, on each core
+
 
 @pytest.fixture(params=["cold", "warm"])
 def pod_runner(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ColdRunner]:

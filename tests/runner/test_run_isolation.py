@@ -13,6 +13,8 @@ from ansible_operator.runner import ColdRunner, RunResult
 
 from .runs import PLAYBOOKS, ROLES, MakeRequest
 
+pytestmark = pytest.mark.ansible_core  # the core's own behaviour, on each core
+
 
 def run(runner: ColdRunner, request: object) -> RunResult:
     result = asyncio.run(runner.run(request))  # type: ignore[arg-type]

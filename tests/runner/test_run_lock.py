@@ -26,10 +26,15 @@ from ansible_operator.runner import ColdRunner, proctree
 from ansible_operator.runner.runlock import LOCK_FILE, Holder
 from tests.runner.runs import REPO, ROLES, TAG_ENV, MakeRequest, tagged_processes
 
+pytestmark = pytest.mark.any_core(
+    reason="the lock, the orphans and their stopping are the operator's; Ansible is the workload"
+)
+
 OPERATOR = """
 import asyncio, json, sys
 from pathlib import Path
 from ansible_operator.runner import ColdRunner, RunRequest
+
 fields = json.loads(sys.argv[1])
 fields["private_data_dir"] = Path(fields["private_data_dir"])
 asyncio.run(ColdRunner().run(RunRequest(**fields)))

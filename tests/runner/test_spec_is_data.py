@@ -29,6 +29,8 @@ from ansible_operator.runner import ColdRunner
 
 from .runs import PLAYBOOKS, MakeRequest
 
+pytestmark = pytest.mark.ansible_core  # the core's own behaviour, on each core
+
 PROBE = Path(tempfile.gettempdir()) / f"ansible-operator-spec-probe-{uuid.uuid4().hex[:8]}"
 MARKS = PROBE / "marks"  # a template that ran a command leaves a file here
 CANARY = PROBE / "canary"  # a template that read a file brings this text into the output

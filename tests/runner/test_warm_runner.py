@@ -38,6 +38,7 @@ async def _started_to_sleep(runner: ColdRunner, request: Any, tag: str) -> async
     return task
 
 
+@pytest.mark.ansible_core
 def test_nothing_a_role_leaves_behind_reaches_the_next_task_or_run(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -66,6 +67,7 @@ def test_nothing_a_role_leaves_behind_reaches_the_next_task_or_run(
     assert seen[0]["filter"] == {"calls": 1, "leaked_env": "", "cwd_is_root": False}
 
 
+@pytest.mark.ansible_core
 def test_each_run_reads_its_own_ansible_settings(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -80,6 +82,7 @@ def test_each_run_reads_its_own_ansible_settings(
         assert result.outcome.artifact_data == {"roles_path_seen": which}
 
 
+@pytest.mark.ansible_core
 def test_a_run_leaves_no_local_temporary_directory_behind(
     runner: ColdRunner, make_request: MakeRequest, tmp_path: Path
 ) -> None:
@@ -100,6 +103,7 @@ def test_a_run_leaves_no_local_temporary_directory_behind(
     assert list(local.iterdir()) == []
 
 
+@pytest.mark.ansible_core
 def test_a_run_whose_process_is_killed_fails_saying_so_and_the_next_run_works(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -120,6 +124,7 @@ def test_a_run_whose_process_is_killed_fails_saying_so_and_the_next_run_works(
     assert after.ok, after.outcome.failures
 
 
+@pytest.mark.ansible_core
 def test_a_run_whose_ansible_worker_is_killed_fails_saying_so_and_the_next_run_works(
     runner: ColdRunner, make_request: MakeRequest
 ) -> None:
@@ -143,6 +148,7 @@ def test_a_run_whose_ansible_worker_is_killed_fails_saying_so_and_the_next_run_w
     assert after.ok, after.outcome.failures
 
 
+@pytest.mark.any_core(reason="the fork server's supervision is the operator's")
 def test_a_killed_fork_server_is_replaced(warm: WarmRunner, make_request: MakeRequest) -> None:
     assert run(warm, make_request(playbook=str(PLAYBOOKS / "one_debug.yml"))).ok
     assert warm.server.process is not None
@@ -153,6 +159,7 @@ def test_a_killed_fork_server_is_replaced(warm: WarmRunner, make_request: MakeRe
     assert warm.server.started == 2
 
 
+@pytest.mark.any_core(reason="the fork server's supervision is the operator's")
 def test_a_run_whose_fork_server_dies_fails_saying_so(
     warm: WarmRunner, make_request: MakeRequest
 ) -> None:
@@ -172,6 +179,7 @@ def test_a_run_whose_fork_server_dies_fails_saying_so(
     assert run(warm, make_request(playbook=str(PLAYBOOKS / "one_debug.yml"))).ok
 
 
+@pytest.mark.any_core(reason="the fork server's recycling is the operator's")
 def test_the_fork_server_is_recycled_after_its_runs_and_finishes_them(
     make_request: MakeRequest, tmp_path: Path
 ) -> None:
@@ -197,6 +205,7 @@ def test_the_fork_server_is_recycled_after_its_runs_and_finishes_them(
         warm.server.kill()
 
 
+@pytest.mark.any_core(reason="the fork server's supervision is the operator's")
 def test_a_hung_fork_server_is_replaced(make_request: MakeRequest) -> None:
     warm = WarmRunner(server=ForkServer(reply_timeout=30.0))
     try:
@@ -230,6 +239,7 @@ def _write_versioned_role(role: Path, module_version: str, utils_version: str) -
     )
 
 
+@pytest.mark.ansible_core
 def test_an_edited_role_module_or_module_util_is_packaged_anew(
     warm: WarmRunner, make_request: MakeRequest, tmp_path: Path
 ) -> None:
@@ -255,6 +265,7 @@ def _kept(warm: WarmRunner, kind: str) -> dict[str, int]:
     return {e.name: e.stat().st_ino for e in entries if not e.name.startswith(".")}
 
 
+@pytest.mark.ansible_core
 @pytest.mark.skipif(
     not patches.tested_here("module-packages"), reason="not tested here (patches.PATCHES)"
 )
@@ -274,6 +285,7 @@ def test_an_unchanged_module_is_taken_from_the_kept_packages(
     assert _kept(warm, "modules") == first
 
 
+@pytest.mark.ansible_core
 @pytest.mark.skipif(
     not patches.tested_here("plugin-docs"), reason="not tested here (patches.PATCHES)"
 )
@@ -287,6 +299,7 @@ def test_plugin_documentation_is_taken_from_the_kept_parses(
     assert _kept(warm, "plugin-docs") == docs  # read, not parsed and written again
 
 
+@pytest.mark.ansible_core
 def test_the_kept_packages_go_with_their_fork_server(
     warm: WarmRunner, make_request: MakeRequest
 ) -> None:
@@ -311,6 +324,7 @@ def test_the_kept_packages_go_with_their_fork_server(
     assert not Path(let_go).exists()
 
 
+@pytest.mark.ansible_core
 @pytest.mark.skipif(
     not patches.tested_here("template-cache"), reason="not tested here (patches.PATCHES)"
 )
@@ -341,6 +355,7 @@ def test_templates_are_kept_across_runs_and_a_folded_filter_is_drawn_anew(
     assert kept() == templates  # read, not compiled and written again
 
 
+@pytest.mark.ansible_core
 def test_the_playbook_sleeps_while_its_task_runs_instead_of_polling(
     warm: WarmRunner, make_request: MakeRequest
 ) -> None:
@@ -387,6 +402,7 @@ def _voluntary_switches(pid: int) -> int:
     raise AssertionError(f"no context switches in /proc/{pid}/status")
 
 
+@pytest.mark.ansible_core
 def test_an_untested_release_turns_its_patches_off_and_runs_still_work(
     make_request: MakeRequest,
 ) -> None:
@@ -408,6 +424,7 @@ def test_an_untested_release_turns_its_patches_off_and_runs_still_work(
         warm.server.kill()
 
 
+@pytest.mark.ansible_core
 def test_only_an_async_job_outlives_its_run(runner: ColdRunner, make_request: MakeRequest) -> None:
     request = make_request(role=str(ROLES / "async_sleeper"), skip_facts=True)
     tag = request.extra_env[TAG_ENV]

@@ -44,6 +44,7 @@ def _runs_until_from_zygote(warm: WarmRunner, request: Any) -> list[RunResult]:
     raise AssertionError(f"no run came from a zygote in {RUNS_TO_A_ZYGOTE} runs")
 
 
+@pytest.mark.ansible_core
 def test_a_kind_seen_before_starts_from_its_zygote_and_a_changed_config_is_read_anew(
     warm: WarmRunner, make_request: MakeRequest, tmp_path: Path
 ) -> None:
@@ -61,6 +62,7 @@ def test_a_kind_seen_before_starts_from_its_zygote_and_a_changed_config_is_read_
     assert {r.outcome.artifact_data["roles_path_seen"] for r in again} == {"b"}
 
 
+@pytest.mark.ansible_core
 def test_runs_from_a_zygote_have_their_own_task_ids_and_temporary_directories(
     warm: WarmRunner, make_request: MakeRequest, tmp_path: Path
 ) -> None:
@@ -84,6 +86,7 @@ def test_runs_from_a_zygote_have_their_own_task_ids_and_temporary_directories(
     assert list(local.iterdir()) == []
 
 
+@pytest.mark.any_core(reason="a zygote's end with its fork server is the operator's")
 def test_a_run_whose_zygote_dies_with_the_fork_server_fails_saying_so(
     warm: WarmRunner, make_request: MakeRequest, tmp_path: Path
 ) -> None:
@@ -104,6 +107,7 @@ def test_a_run_whose_zygote_dies_with_the_fork_server_fails_saying_so(
     assert tagged_processes(tag) == []
 
 
+@pytest.mark.any_core(reason="a zygote's idle timer is the operator's")
 def test_an_unused_zygote_goes_and_the_next_run_of_its_kind_starts_another(
     make_request: MakeRequest, tmp_path: Path
 ) -> None:
@@ -123,6 +127,7 @@ def test_an_unused_zygote_goes_and_the_next_run_of_its_kind_starts_another(
         warm.server.kill()
 
 
+@pytest.mark.any_core(reason="the count of zygotes that did not fit is the operator's")
 def test_a_kind_whose_zygotes_keep_not_fitting_gets_none(
     warm: WarmRunner, make_request: MakeRequest, tmp_path: Path
 ) -> None:
@@ -154,6 +159,7 @@ def _children(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
 
 
+@pytest.mark.ansible_core
 @pytest.mark.skipif(CORE != (2, 18), reason="ANSIBLE_COLLECTIONS_PATHS warns on 2.18 only")
 def test_a_configuration_that_warns_when_imported_gets_no_zygote_and_each_run_warns(
     warm: WarmRunner, make_request: MakeRequest, tmp_path: Path
