@@ -99,6 +99,25 @@ class Operator:
             found.append(record if isinstance(record, dict) else {"level": "raw", "msg": line})
         return found
 
+    def metrics(self) -> str:
+        """Its /metrics ("" when it does not answer)."""
+        assert self.launched is not None and self.launched.metrics_url is not None
+        try:
+            with urllib.request.urlopen(self.launched.metrics_url, timeout=10) as resp:
+                return resp.read().decode()
+        except OSError:
+            return ""
+
+    def metric(self, name: str, **labels: str) -> float:
+        """A sample of its /metrics (0 when absent or it does not answer)."""
+        for family in text_string_to_metric_families(self.metrics()):
+            for sample in family.samples:
+                if sample.name == name and all(
+                    sample.labels.get(k) == v for k, v in labels.items()
+                ):
+                    return sample.value
+        return 0.0
+
     def reconciles(self, kind: str, group: str = GROUP, version: str = VERSION) -> dict[str, int]:
         """The reconcile counter on /metrics for ``kind``: runs by result (succeeded, failed)."""
         assert self.launched is not None and self.launched.metrics_url is not None
@@ -138,25 +157,6 @@ class Replica(Operator):
             what=f"replica {self.name} to start its election",
         )
         return found.group(1)
-
-    def metrics(self) -> str:
-        """Its /metrics ("" when it does not answer)."""
-        assert self.launched is not None and self.launched.metrics_url is not None
-        try:
-            with urllib.request.urlopen(self.launched.metrics_url, timeout=10) as resp:
-                return resp.read().decode()
-        except OSError:
-            return ""
-
-    def metric(self, name: str, **labels: str) -> float:
-        """A sample of its /metrics (0 when absent or it does not answer)."""
-        for family in text_string_to_metric_families(self.metrics()):
-            for sample in family.samples:
-                if sample.name == name and all(
-                    sample.labels.get(k) == v for k, v in labels.items()
-                ):
-                    return sample.value
-        return 0.0
 
 
 def records_of(records: list[dict], msg: str, **fields) -> list[dict]:

@@ -210,3 +210,60 @@ def test_a_kind_not_served_yet_is_waited_for(monkeypatch, caplog):
     run(scenario)
     refused = [r for r in caplog.records if r.getMessage() == "Cannot list or watch a watched kind"]
     assert refused and all(r.levelname == "WARNING" for r in refused)
+
+
+def deep_thing(name: str, rv: str, depth: int) -> dict[str, Any]:
+    spec: dict[str, Any] = {"leaf": 1}
+    for _ in range(depth):
+        spec = {"a": spec}
+    return {**thing(name, rv), "spec": spec}
+
+
+def test_an_object_it_cannot_handle_is_skipped_and_reported_and_the_others_go_on(
+    monkeypatch, caplog
+):
+    Delays(monkeypatch)
+    skipped: list[tuple[str, str]] = []
+
+    async def scenario():
+        client = FakeClient(DISCOVERY)
+        client.lists = [page(deep_thing("deep", "1", 500), thing("a", "2"))]
+        client.streams = [
+            [
+                ev("MODIFIED", thing("bad", "12")),  # the handler raises on this one
+                ev("ADDED", thing("b", "13")),
+                ev("MODIFIED", deep_thing("a", "14", 300)),
+                ev("DELETED", deep_thing("deep", "15", 500)),
+            ],
+        ]
+        delivered: list[tuple[str, str]] = []
+
+        def handler(event_type: str, obj: dict[str, Any]) -> None:
+            if obj["metadata"]["name"] == "bad":
+                raise RecursionError("maximum recursion depth exceeded")
+            delivered.append((event_type, obj["metadata"]["name"]))
+
+        informer = Informer(
+            client,  # type: ignore[arg-type]
+            Discovery(client),  # type: ignore[arg-type]
+            THING,
+            namespace="shop",
+            handler=handler,
+            skipped=lambda obj, why: skipped.append((obj["metadata"]["name"], why)),
+        )
+        task = asyncio.create_task(informer.run())
+        await client.watching.wait()
+        task.cancel()
+        # The deep object's deletion reaches the handler as a stand-in naming its key.
+        assert delivered == [("ADDED", "a"), ("ADDED", "b"), ("DELETED", "deep")]
+        watches = [p["resourceVersion"] for method, _, p in client.calls if method == "WATCH"]
+        assert watches == ["10", "15"]  # resumed after the skipped ones, not before them
+
+    run(scenario)
+    assert skipped == [
+        ("deep", "nested more than 128 levels deep"),
+        ("bad", "handling it failed: RecursionError: maximum recursion depth exceeded"),
+        ("a", "nested more than 128 levels deep"),
+    ]
+    warned = [r for r in caplog.records if r.getMessage().startswith("Skipped a watched object")]
+    assert [r.object for r in warned] == ["shop/deep", "shop/bad", "shop/a"]  # type: ignore[attr-defined]

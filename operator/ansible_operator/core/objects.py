@@ -29,3 +29,23 @@ def annotations(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
 def labels(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     value = metadata(obj).get("labels")
     return value if isinstance(value, Mapping) else {}
+
+
+# An object nested deeper than this is not handed to the operator's handlers (Python's copy,
+# comparison and JSON encoding recurse once per level): the informer skips it and says so. A
+# spec deeper than extravars.MAX_SPEC_DEPTH (100) is refused by the reconciler before that.
+MAX_OBJECT_DEPTH = 128
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether a mapping or list in `value` sits more than `limit` levels deep."""
+    stack = [(value, 0)]
+    while stack:  # iterative: the point is not to recurse on what may be very deep
+        current, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(current, Mapping):
+            stack += [(item, depth + 1) for item in current.values()]
+        elif isinstance(current, list):
+            stack += [(item, depth + 1) for item in current]
+    return False

@@ -25,7 +25,7 @@ from ansible_operator.kube.config import (
 )
 from ansible_operator.kube.config import load as load_credentials
 from ansible_operator.kube.discovery import Discovery, ServedResource
-from ansible_operator.kube.informer import Informer
+from ansible_operator.kube.informer import Informer, Skipped
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",
@@ -38,6 +38,7 @@ __all__ = [
     "KubeClient",
     "ResourceInfo",
     "ServedResource",
+    "Skipped",
     "Unreachable",
     "UntrustedServer",
     "auth_headers",

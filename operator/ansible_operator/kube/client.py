@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import socket
 import ssl
@@ -28,6 +27,7 @@ from urllib.parse import quote
 import aiohttp
 
 from ansible_operator.core import GVK
+from ansible_operator.kube import jsontext
 from ansible_operator.kube.config import Credentials
 from ansible_operator.kube.exec_plugin import ExecPluginError
 
@@ -132,7 +132,7 @@ def _decode(raw: bytes) -> Any:
     if not raw:
         return None
     try:
-        return json.loads(raw)
+        return jsontext.loads(raw)
     except ValueError:
         return raw.decode(errors="replace").strip()
 
@@ -263,7 +263,7 @@ class KubeClient:
                     *lines, buffer = buffer.split(b"\n")
                     for line in lines:
                         if line.strip():
-                            yield json.loads(line)
+                            yield jsontext.loads(line)
         except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as err:
             if not started:
                 self.responses["GET", NO_ANSWER] += 1

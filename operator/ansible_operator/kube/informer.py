@@ -10,6 +10,11 @@ and resourceVersion of each object for that, never the object. Failures wait out
 (a watch that brings no event counts as one, so nothing spins), ``synced`` is set once the first
 list is complete, and ``count`` is told of every event delivered. The extra list and watch
 parameters (a ``shardSelector``, say) are asked for at each (re)connection.
+
+One object the handler cannot take never stops the others: an object nested deeper than
+``core.objects.MAX_OBJECT_DEPTH``, or one whose handling raises, is skipped (its version counts as
+seen, so it is not delivered again until it changes), said in a warning and told to ``skipped``;
+the watch goes on. A deleted one's handler gets a stand-in that names only its key.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ log = logging.getLogger("informer")
 
 Key = tuple[str, str]  # (namespace, name); "" for cluster-scoped
 Handler = Callable[[str, dict[str, Any]], None]  # (ADDED, MODIFIED or DELETED, the object)
+Skipped = Callable[[dict[str, Any], str], None]  # (an object not handled, why)
 
 
 class Gone(Exception):
@@ -62,9 +68,13 @@ def vanished(known: dict[Key, str], seen: set[Key]) -> Iterator[tuple[str, dict[
     """``DELETED`` for each known object a complete (re)list did not return; forgotten."""
     for key in [k for k in known if k not in seen]:
         del known[key]
-        namespace, name = key
-        metadata = {"namespace": namespace, "name": name} if namespace else {"name": name}
-        yield "DELETED", {"metadata": metadata}
+        yield "DELETED", stand_in(key)
+
+
+def stand_in(key: Key) -> dict[str, Any]:
+    """An object that names only its key: for a deletion whose object is not at hand."""
+    namespace, name = key
+    return {"metadata": {"namespace": namespace, "name": name} if namespace else {"name": name}}
 
 
 class Informer:
@@ -77,6 +87,7 @@ class Informer:
         namespace: str | None,  # None: every namespace (or a cluster-scoped kind)
         handler: Handler,
         count: Callable[[], None] | None = None,  # None: events are not counted
+        skipped: Skipped | None = None,  # None: a skipped object is only logged
         params: Callable[[], Mapping[str, str]] | None = None,  # None: no more list options
         server_timeout: int = 300,
         max_backoff: float = 30.0,
@@ -89,6 +100,7 @@ class Informer:
         self._discovery = discovery
         self._handler = handler
         self._count = count
+        self._skipped = skipped
         self._params = params
         self._server_timeout = server_timeout
         self._max_backoff = max_backoff
@@ -121,7 +133,9 @@ class Informer:
                 error = err
             except (Unreachable, ValueError) as err:  # ValueError: a line that is not JSON
                 error = err
-            except Exception:  # a bug, in a handler say: said loudly, and watched again
+            except (
+                Exception
+            ):  # a bug (a handler's is caught in _deliver): said loudly, watched again
                 log.exception("Watch crashed", extra=self._fields)
             delay = backoff.next_delay()
             if isinstance(error, ApiError):
@@ -190,4 +204,29 @@ class Informer:
     def _deliver(self, event_type: str, obj: dict[str, Any]) -> None:
         if self._count is not None:
             self._count()
-        self._handler(event_type, obj)
+        if objects.nested_deeper_than(obj, objects.MAX_OBJECT_DEPTH):
+            if event_type == "DELETED":
+                obj = stand_in(objects.key(obj))
+            else:
+                self._skip(obj, f"nested more than {objects.MAX_OBJECT_DEPTH} levels deep")
+                return
+        try:
+            self._handler(event_type, obj)
+        except Exception as err:  # a bug, said loudly: the other objects go on
+            log.exception("Handling a watched object failed", extra=self._fields)
+            self._skip(obj, f"handling it failed: {type(err).__name__}: {err}"[:300])
+
+    def _skip(self, obj: dict[str, Any], why: str) -> None:
+        namespace, name = objects.key(obj)
+        version = objects.metadata(obj).get("resourceVersion")
+        log.warning(
+            "Skipped a watched object the operator cannot handle",
+            extra={
+                **self._fields,
+                "object": f"{namespace}/{name}".lstrip("/"),
+                "resourceVersion": version,
+                "why": why,
+            },
+        )
+        if self._skipped is not None:
+            self._skipped(obj, why)

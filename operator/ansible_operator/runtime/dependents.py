@@ -40,6 +40,7 @@ from ansible_operator.kube import (
     Informer,
     KubeClient,
     ResourceInfo,
+    Skipped,
     Unreachable,
     list_pages,
 )
@@ -160,6 +161,7 @@ class DependentWatches:
         watch_namespaces: tuple[str, ...] = (),
         discovery: Discovery | None = None,  # None: a cache of its own
         count: Callable[[GVK], None] | None = None,  # the events of each kind; None: uncounted
+        skipped: Callable[[GVK], Skipped] | None = None,  # reports an object not handled
         max_backoff: float = 30.0,
         page_size: int = 500,
     ) -> None:
@@ -168,6 +170,7 @@ class DependentWatches:
         self.owners: dict[GVK, OwnerKind] = {o.watch.gvk: o for o in owners}
         self._namespaces = watch_namespaces
         self._count = count
+        self._skipped = skipped
         self._max_backoff = max_backoff
         self._page_size = page_size
         self.kinds: dict[GVK, KindWatch] = {}
@@ -275,6 +278,7 @@ class DependentWatches:
             namespace=scope or None,
             handler=handle,
             count=(lambda: count(kind.gvk)) if count is not None else None,
+            skipped=self._skipped(kind.gvk) if self._skipped is not None else None,
             max_backoff=self._max_backoff,
             page_size=self._page_size,
         )

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_operator import __version__
-from ansible_operator.core import ShardSpace, Watch, WatchesError, reserved_vars
+from ansible_operator.core import GVK, ShardSpace, Watch, WatchesError, objects, reserved_vars
 from ansible_operator.kube import (
     ConfigError,
     Credentials,
@@ -32,6 +32,7 @@ from ansible_operator.kube import (
     Informer,
     KubeClient,
     ResourceInfo,
+    Skipped,
     load_credentials,
 )
 from ansible_operator.proxy import Proxy, ProxyStartError
@@ -79,7 +80,8 @@ from ansible_operator.runtime.parts import (
     Workers,
 )
 from ansible_operator.runtime.readiness import Readiness
-from ansible_operator.runtime.reconciler import Reconciler
+from ansible_operator.runtime.reconciler import Reconciler, utc_now
+from ansible_operator.runtime.recorder import EventRecorder
 from ansible_operator.runtime.related import RelatedWatches
 from ansible_operator.runtime.runnables import Elector, Group, Manager, Runnable, Served, always
 from ansible_operator.runtime.runs import RunHistory
@@ -134,6 +136,8 @@ class Operator:
         self.client = client or KubeClient(inputs.creds)
         self.discovery = Discovery(self.client)
         self.metrics = OperatorMetrics()
+        self.events = EventRecorder(self.client, clock=utc_now)  # on objects the watches skip
+        self._reports: set[asyncio.Task[None]] = set()  # their Events, under way
         # controller-runtime's, client-go's and the process's families, as upstream serves them.
         self.controller_metrics = serve(
             self.metrics.registry,
@@ -187,6 +191,7 @@ class Operator:
             watch_namespaces=settings.watching.watch_namespaces,
             discovery=self.discovery,
             count=lambda gvk: self.metrics.watch_event(str(gvk)),
+            skipped=self._skipped,
         )
         # Other kinds whose changes reconcile CRs (watches.yaml's relatedResources).
         self.related = RelatedWatches(
@@ -194,6 +199,7 @@ class Operator:
             self.discovery,
             settings.watching.watch_namespaces,
             lambda gvk: self.metrics.watch_event(str(gvk)),
+            skipped=self._skipped,
             registry=self.metrics.registry,
         )
         self.proxy = Proxy(
@@ -410,11 +416,25 @@ class Operator:
                 namespace=namespace,
                 handler=handle,
                 count=lambda: self.metrics.watch_event(str(gvk)),
+                skipped=self._skipped(gvk),
                 params=(lambda: sharded.params(gvk)) if sharded is not None else None,
                 server_timeout=timeout,
             )
             for namespace in namespaces
         ]
+
+    def _skipped(self, gvk: GVK) -> Skipped:
+        """What reports an object of `gvk` the watches skip (the informer logs it): a metric,
+        and a Warning Event on it where it has a namespace."""
+
+        def report(obj: dict[str, Any], why: str) -> None:
+            self.metrics.watch_object_skipped(str(gvk))
+            if objects.key(obj)[0]:
+                task = asyncio.create_task(self.events.skipped(obj, why))
+                self._reports.add(task)
+                task.add_done_callback(self._reports.discard)
+
+        return report
 
     def _kill_runs_now(self) -> None:
         """The Lease is lost: runs cancelled from now on get no grace before SIGKILL (other

@@ -70,6 +70,13 @@ class OperatorMetrics:
             ["GVK"],
             registry=self.registry,
         )
+        self._watch_skipped = Counter(
+            "ansible_operator_watch_objects_skipped",
+            "Watched objects not handled: nested too deep, or their handling failed (each is "
+            "logged, with an Event where it has a namespace).",
+            ["GVK"],
+            registry=self.registry,
+        )
         self._dependent_loops = Counter(
             "ansible_operator_dependent_loops",
             "CRs reported re-run over and over by changes to their own dependents "
@@ -99,6 +106,9 @@ class OperatorMetrics:
 
     def watch_event(self, gvk: str) -> None:
         self._watch_events.labels(GVK=gvk).inc()
+
+    def watch_object_skipped(self, gvk: str) -> None:
+        self._watch_skipped.labels(GVK=gvk).inc()
 
     def dependent_loop(self, gvk: str) -> None:
         self._dependent_loops.labels(GVK=gvk).inc()

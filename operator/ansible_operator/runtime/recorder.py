@@ -22,6 +22,7 @@ log = logging.getLogger("events")
 FAILED = "ReconcileFailed"
 SUCCEEDED = "ReconcileSucceeded"
 DEPENDENT_LOOP = "DependentLoop"
+SKIPPED = "ObjectSkipped"
 RECOVERED_MESSAGE = "Reconciliation succeeded again after failing"
 
 
@@ -70,6 +71,11 @@ class EventRecorder:
     async def dependent_loop(self, obj: dict[str, Any], message: str) -> None:
         """The CR's runs wake themselves through its dependents (``core.loops``)."""
         await self.post(obj, type_="Warning", reason=DEPENDENT_LOOP, message=message)
+
+    async def skipped(self, obj: dict[str, Any], why: str) -> None:
+        """The watches skip the object (``kube.informer``): it is not reconciled as it is."""
+        message = f"The operator skips this object: {why}"
+        await self.post(obj, type_="Warning", reason=SKIPPED, message=message)
 
     async def post(self, obj: dict[str, Any], *, type_: str, reason: str, message: str) -> None:
         event = build_event(obj, type_=type_, reason=reason, message=message, now=self._clock())

@@ -30,7 +30,7 @@ from ansible_operator.core import (
     related_event,
     triggers,
 )
-from ansible_operator.kube import Discovery, Informer, KubeClient
+from ansible_operator.kube import Discovery, Informer, KubeClient, Skipped
 
 log = logging.getLogger("related")
 
@@ -52,12 +52,14 @@ class RelatedWatches:
         watch_namespaces: tuple[str, ...],
         count: Callable[[GVK], None] | None,  # the events of each kind; None: uncounted
         *,
+        skipped: Callable[[GVK], Skipped] | None = None,  # reports an object not handled
         registry: CollectorRegistry | None = None,  # None: the triggers are not counted
     ) -> None:
         self._client = client
         self._discovery = discovery
         self._namespaces = watch_namespaces
         self._count = count
+        self._skipped = skipped
         self.owners: dict[GVK, Owner] = {}
         self._triggers = (
             Counter(
@@ -129,6 +131,7 @@ class RelatedWatches:
             namespace=scope,
             handler=handle,
             count=(lambda: count(related.gvk)) if count is not None else None,
+            skipped=self._skipped(related.gvk) if self._skipped is not None else None,
             params=lambda: params,
         )
         return informer
