@@ -18,7 +18,7 @@ from .operators import STRUCTURED_LOG, records_of
 from .resources import condition, config_map_data, new_cr, wait_condition
 from .waiting import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.ansible_core, pytest.mark.long]
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 KINDS = ["Stack", "NsMaker", "Keeper", "Toolbox", "Garbler"]
 SECRET_BLACKLISTED = {"group": "", "version": "v1", "kind": "Secret"}
@@ -103,6 +103,7 @@ def gone(read) -> bool:
     return False
 
 
+@pytest.mark.ansible_core  # what the role's run gives depends on the core
 def test_created_dependents_are_owned_watched_and_collected(
     operator, crs, core, apps, namespace, dependent_crds
 ):
@@ -226,6 +227,7 @@ def test_a_request_without_the_run_token_is_refused(operator, crs, namespace, de
     assert f"127.0.0.1:{port}" in operator.log()
 
 
+@pytest.mark.ansible_core  # what the role's run gives depends on the core
 def test_a_cluster_scoped_dependent_gets_annotations_and_is_watched(
     operator, crs, core, namespace, dependent_crds
 ):
@@ -311,6 +313,7 @@ def test_dependent_watches_come_back_after_a_restart(
     wait_until(lambda: config_map_data(core, namespace, "k-kept"), what="the ConfigMap back")
 
 
+@pytest.mark.ansible_core  # what the role's run gives depends on the core
 def test_kubernetes_core_modules_work_through_the_proxy(
     operator, crs, core, namespace, dependent_crds
 ):

@@ -16,7 +16,7 @@ from .operators import ROLES, STRUCTURED_LOG, processes_matching, records_of
 from .resources import condition, config_map_data, new_cr, wait_condition
 from .waiting import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.ansible_core, pytest.mark.long]
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 
 def create(crs, namespace, kind, name, spec, labels=None):
@@ -54,6 +54,7 @@ def events_for(core, namespace, name):
     ]
 
 
+@pytest.mark.ansible_core  # what the role's run gives depends on the core
 def test_a_cr_reaches_successful_with_the_ansible_result(operator, crs, core, namespace):
     operator.write_watches([{"kind": "Greeting", "role": "greeting"}])
     operator.start()
@@ -74,6 +75,7 @@ def test_a_cr_reaches_successful_with_the_ansible_result(operator, crs, core, na
     assert data == {"greeting": "Hello, world", "camel_case_field": "teal"}
 
 
+@pytest.mark.ansible_core  # what the role's run gives depends on the core
 def test_a_failing_task_gives_failure_an_event_and_recovers(operator, crs, core, namespace):
     operator.write_watches([{"kind": "Flaky", "role": "flaky"}])
     operator.start()
@@ -141,6 +143,7 @@ def test_spec_changes_rerun_the_role_status_changes_do_not(operator, crs, core, 
     )
 
 
+@pytest.mark.ansible_core  # what the role's run gives depends on the core
 def test_requeue_after_reruns_until_done_without_cutting_runs_short(operator, crs, core, namespace):
     # The run counter would be a watched dependent re-running the role (see above).
     operator.write_watches(
@@ -163,6 +166,7 @@ def test_requeue_after_reruns_until_done_without_cutting_runs_short(operator, cr
     assert runs(core, namespace, "r") == 3
 
 
+@pytest.mark.ansible_core  # what the role's run gives depends on the core
 def test_the_finalizer_role_runs_on_delete_then_the_cr_is_gone(operator, crs, core, namespace):
     operator.write_watches(
         [
@@ -288,6 +292,7 @@ def test_watch_namespace_limits_the_namespaces(operator, crs, core, namespace, c
         core.delete_namespace(other)
 
 
+@pytest.mark.ansible_core  # what the role's run gives depends on the core
 def test_a_jinja_expression_in_the_spec_reaches_the_role_as_text(operator, crs, core, namespace):
     operator.write_watches([{"kind": "Echo", "role": "echo"}])
     operator.start()
@@ -297,6 +302,7 @@ def test_a_jinja_expression_in_the_spec_reaches_the_role_as_text(operator, crs, 
     assert config_map_data(core, namespace, "e-echo") == {"message": message}
 
 
+@pytest.mark.ansible_core  # what the role's run gives depends on the core
 def test_mark_unsafe_false_lets_the_spec_be_templated_as_upstream(operator, crs, core, namespace):
     operator.write_watches([{"kind": "Echo", "role": "echo", "markUnsafe": False}])
     operator.start()
