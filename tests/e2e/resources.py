@@ -47,3 +47,21 @@ def config_map_data(core, namespace, name) -> dict | None:
         if err.status == 404:
             return None
         raise
+
+
+def events_of(core, namespace: str, name: str, reason: str) -> list:
+    """The Events on the object `name` of `namespace` with `reason`."""
+    return [
+        e
+        for e in core.list_namespaced_event(namespace).items
+        if e.involved_object.name == name and e.reason == reason
+    ]
+
+
+def wait_event(core, namespace: str, name: str, reason: str, timeout: float = 120) -> list:
+    """The Events on `name` with `reason`, once there is one."""
+    return wait_until(
+        lambda: events_of(core, namespace, name, reason),
+        what=f"a {reason} Event on {name}",
+        timeout=timeout,
+    )

@@ -11,8 +11,7 @@ import pytest
 
 from .crds import GROUP, VERSION
 from .operators import STRUCTURED_LOG, records_of
-from .resources import new_cr, wait_condition
-from .waiting import wait_until
+from .resources import new_cr, wait_condition, wait_event
 
 pytestmark = pytest.mark.e2e
 
@@ -50,15 +49,7 @@ def test_a_cr_nested_past_what_the_operator_reads_is_skipped_and_the_others_reco
 
     wait_condition(crs, namespace, "Greeting", "plain", "Successful")
     for name in DEPTHS:
-        wait_until(
-            lambda name=name: [
-                e
-                for e in core.list_namespaced_event(namespace).items
-                if e.involved_object.name == name and e.reason == "ObjectSkipped"
-            ],
-            what=f"an ObjectSkipped Event on {name}",
-            timeout=60,
-        )
+        wait_event(core, namespace, name, "ObjectSkipped", timeout=60)
         assert records_of(operator.records(), SKIPPED, object=f"{namespace}/{name}")
     gvk = f"{GROUP}/{VERSION}, Kind=Greeting"
     assert operator.metric("ansible_operator_watch_objects_skipped_total", GVK=gvk) == len(DEPTHS)

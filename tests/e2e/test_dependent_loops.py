@@ -16,7 +16,7 @@ from ansible_operator.core import loops
 
 from .crds import GROUP, VERSION, install_crds, kind_crd
 from .operators import STRUCTURED_LOG, Operator, records_of
-from .resources import new_cr
+from .resources import events_of, new_cr
 from .test_dependents import dependent_changes, reconciles
 from .waiting import wait_until
 
@@ -33,11 +33,7 @@ def loopers(cluster) -> None:
 
 
 def loop_events(core: client.CoreV1Api, namespace: str, name: str) -> list:
-    return [
-        e
-        for e in core.list_namespaced_event(namespace).items
-        if e.involved_object.name == name and e.reason == "DependentLoop"
-    ]
+    return events_of(core, namespace, name, "DependentLoop")
 
 
 def loops_counted(operator: Operator) -> float:

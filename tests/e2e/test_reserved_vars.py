@@ -8,8 +8,7 @@ import pytest
 
 from .crds import GROUP, VERSION
 from .operators import STRUCTURED_LOG, records_of
-from .resources import condition, config_map_data, new_cr, wait_condition
-from .waiting import wait_until
+from .resources import condition, config_map_data, new_cr, wait_condition, wait_event
 
 pytestmark = pytest.mark.e2e
 
@@ -29,14 +28,7 @@ def refused(crs, core, namespace, kind, name):
     """The CR's Failure condition (reason ReservedVariable) and its Warning Events' messages."""
     obj = wait_condition(crs, namespace, kind, name, "Failure", reason="ReservedVariable")
     message = condition(obj, "Failure")["message"]
-    events = wait_until(
-        lambda: [
-            e
-            for e in core.list_namespaced_event(namespace).items
-            if e.involved_object.name == name and e.reason == "ReservedVariable"
-        ],
-        what=f"a ReservedVariable Event on {name}",
-    )
+    events = wait_event(core, namespace, name, "ReservedVariable")
     assert {e.type for e in events} == {"Warning"}
     assert {e.message for e in events} == {message}
     return message

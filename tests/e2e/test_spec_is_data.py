@@ -12,7 +12,7 @@ import secrets
 import pytest
 
 from .crds import GROUP, VERSION
-from .resources import condition, config_map_data, new_cr, wait_condition
+from .resources import condition, config_map_data, new_cr, wait_condition, wait_event
 from .waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ansible_core]
@@ -87,15 +87,7 @@ def test_hostile_crs_are_data_or_refused_and_the_others_still_reconcile(
     ]:
         obj = wait_condition(crs, namespace, "Echo", name, "Failure", reason="SpecRefused")
         assert condition(obj, "Failure")["message"].startswith(f"{field}: a key starting with")
-        wait_until(
-            lambda name=name: [
-                e
-                for e in core.list_namespaced_event(namespace).items
-                if e.involved_object.name == name and e.reason == "SpecRefused"
-            ],
-            what=f"a SpecRefused Event on {name}",
-            timeout=60,
-        )
+        wait_event(core, namespace, name, "SpecRefused", timeout=60)
         assert config_map_data(core, namespace, f"{name}-seen") is None, "no run may start"
 
     assert list(marks.iterdir()) == [], "a template in a CR ran a command"
