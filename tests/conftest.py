@@ -119,7 +119,7 @@ def _runs_ansible(argv: Sequence[Any] | str) -> bool:
 
 
 _guard = _Guard()
-_HELD = pytest.StashKey[str]()  # why an unmarked test's module cannot run without Ansible
+_HELD = pytest.StashKey[str]()  # why a test cannot run as marked: its module holds Ansible, or no core choice
 sys.meta_path.insert(0, _guard)
 sys.addaudithook(_guard.audit)
 

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from ansible_operator.core import conditions, objects, reserved_vars
+from ansible_operator.core.objects import too_deep
 from ansible_operator.core.reserved_vars import META_VAR
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.gocompat import map_to_snake
@@ -78,7 +79,7 @@ def check_spec(obj: Mapping[str, Any], watch: Watch) -> list[reserved_vars.SpecV
 def marker_key(value: Any, path: str = "") -> str | None:
     """The path of the first mapping key in `value` that starts with MARKER_PREFIX, or None."""
     stack = [(value, path)]
-    while stack:  # iterative, as too_deep: called before the depth is known to be bounded
+    while stack:  # iterative, as objects.too_deep: called before the depth is known to be bounded
         current, where = stack.pop()
         if isinstance(current, Mapping):
             for key, item in current.items():
@@ -99,20 +100,6 @@ def check_reserved(spec: Any, watch: Watch) -> list[reserved_vars.SpecVariable]:
     if refused:
         raise ReservedVariableError(reserved_vars.refusal_message(refused))
     return variables
-
-
-def too_deep(value: Any, limit: int, path: str = "spec") -> str | None:
-    """The path of the first place in `value` nested deeper than `limit` levels, or None."""
-    stack = [(value, path, 0)]
-    while stack:  # iterative: the point is not to recurse on what may be very deep
-        current, where, depth = stack.pop()
-        if depth > limit:
-            return where
-        if isinstance(current, Mapping):
-            stack += [(v, f"{where}.{k}", depth + 1) for k, v in current.items()]
-        elif isinstance(current, list):
-            stack += [(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(current)]
-    return None
 
 
 class UnsafeText(str):

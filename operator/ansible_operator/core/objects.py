@@ -37,15 +37,21 @@ def labels(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
 MAX_OBJECT_DEPTH = 128
 
 
-def nested_deeper_than(value: Any, limit: int) -> bool:
-    """Whether a mapping or list in `value` sits more than `limit` levels deep."""
-    stack = [(value, 0)]
+def too_deep(value: Any, limit: int, path: str = "spec") -> str | None:
+    """The path (from `path`) of the first place in `value` nested deeper than `limit` levels, or
+    None. The path is only spelled out for the place found: on the informer's hot path the walk
+    costs a tuple per node."""
+    stack: list[tuple[Any, int, tuple[Any, ...] | None]] = [(value, 0, None)]
     while stack:  # iterative: the point is not to recurse on what may be very deep
-        current, depth = stack.pop()
+        current, depth, trail = stack.pop()
         if depth > limit:
-            return True
+            steps = []
+            while trail is not None:  # (parent's trail, key or index)
+                trail, step = trail
+                steps.append(f"[{step}]" if isinstance(step, int) else f".{step}")
+            return path + "".join(reversed(steps))
         if isinstance(current, Mapping):
-            stack += [(item, depth + 1) for item in current.values()]
+            stack += [(v, depth + 1, (trail, k)) for k, v in current.items()]
         elif isinstance(current, list):
-            stack += [(item, depth + 1) for item in current]
-    return False
+            stack += [(v, depth + 1, (trail, i)) for i, v in enumerate(current)]
+    return None

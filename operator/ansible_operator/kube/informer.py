@@ -204,7 +204,7 @@ class Informer:
     def _deliver(self, event_type: str, obj: dict[str, Any]) -> None:
         if self._count is not None:
             self._count()
-        if objects.nested_deeper_than(obj, objects.MAX_OBJECT_DEPTH):
+        if objects.too_deep(obj, objects.MAX_OBJECT_DEPTH) is not None:
             if event_type == "DELETED":
                 obj = stand_in(objects.key(obj))
             else:
