@@ -133,9 +133,7 @@ class Informer:
                 error = err
             except (Unreachable, ValueError) as err:  # ValueError: a line that is not JSON
                 error = err
-            except (
-                Exception
-            ):  # a bug (a handler's is caught in _deliver): said loudly, watched again
+            except Exception:  # a bug here (a handler's is _deliver's): said loudly, watched again
                 log.exception("Watch crashed", extra=self._fields)
             delay = backoff.next_delay()
             if isinstance(error, ApiError):
