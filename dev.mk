@@ -21,9 +21,10 @@ VENV := .venv-py$(PYTHON_VERSION)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINK_VENV = if [ ! -e .venv ] || [ -L .venv ]; then ln -sfn $(VENV) .venv; fi
-# The Makefile's targets run the operator from this repository's virtualenv, made on first use.
+# The Makefile's targets run the operator from this repository's virtualenv, made on first use,
+# with this tree's modules compiled (bytecode, below).
 ANSIBLE_OPERATOR := $(BIN)/ansible-operator
-OPERATOR_DEPS := $(STAMP)
+OPERATOR_DEPS := $(STAMP) bytecode
 # `make image` puts the wheel of this source tree (not of an installed runtime) into dist/, and
 # the Dockerfile installs that version from there.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
@@ -31,38 +32,49 @@ RUNTIME_WHEEL := $(BIN)/pip wheel --quiet --no-deps --wheel-dir dist .
 override IMAGE_BUILD_ARGS += --build-arg OPERATOR_PACKAGE=ansible-operator-py==$(VERSION)
 PYTEST_ARGS ?=
 
-.PHONY: lint unit runner e2e venv cluster-up cluster-down cluster-status binaries clean image-test bench soak
+.PHONY: lint unit runner e2e venv bytecode cluster-up cluster-down cluster-status binaries clean image-test bench soak
 
-# uv (from PyPI, into the virtualenv) installs the packages: about 20 s where pip took 3-5 min.
+# uv (from PyPI, into the virtualenv) installs the packages: about 30 s where pip took 3-5 min.
+# Unlike pip it writes no bytecode unless asked, and where PYTHONDONTWRITEBYTECODE is set (as on
+# CI's machine) Python never writes it either: every process then compiled each module it
+# imported, ansible-core's included, about 0.5 CPU-s each time, and the tests start thousands of
+# them (operators, ansible-playbook, molecule). So the packages are compiled as installed
+# (--compile-bytecode, 20 s more) and this tree's modules before each use (bytecode).
 UV := $(BIN)/uv
+UV_INSTALL = $(UV) pip install --quiet --compile-bytecode
 $(STAMP): pyproject.toml
 	$(NEED_PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet uv
-	$(UV) pip install --quiet --python $(BIN)/python -e '.[test]'
+	$(UV_INSTALL) --python $(BIN)/python -e '.[test]'
 	touch $(STAMP)
 	@$(LINK_VENV)
 
 venv: $(STAMP)  ## the virtualenv with the package (editable) and the test tools
 	@$(LINK_VENV)
 
-binaries: $(STAMP)  ## build (or find) the control-plane binaries
+# This tree's modules compiled where Python looks for them (__pycache__, ignored by git); a
+# module compiled already and unchanged is skipped, so it takes a few milliseconds.
+bytecode: $(STAMP)
+	$(BIN)/python -m compileall -q operator
+
+binaries: $(OPERATOR_DEPS)  ## build (or find) the control-plane binaries
 	$(ANSIBLE_OPERATOR) dev-cluster build
 
-cluster-up: $(STAMP)  ## start the local cluster
+cluster-up: $(OPERATOR_DEPS)  ## start the local cluster
 	$(ANSIBLE_OPERATOR) dev-cluster up
 
-cluster-down: $(STAMP)  ## stop the local cluster
+cluster-down: $(OPERATOR_DEPS)  ## stop the local cluster
 	$(ANSIBLE_OPERATOR) dev-cluster down
 
-cluster-status: $(STAMP)  ## is the local cluster up
+cluster-status: $(OPERATOR_DEPS)  ## is the local cluster up
 	$(ANSIBLE_OPERATOR) dev-cluster status
 
 # The roles and playbooks here are the examples; the in-repo collection and the tests' roles are
 # the repository's own, hence the extra paths and the galaxy exceptions (no Galaxy repository).
 ANSIBLE_LINT_EXTRA := --exclude tests/ --exclude operator/ --exclude bench/ \
 	$(foreach dir,$(wildcard .venv?*),--exclude $(dir)/) -x 'galaxy[no-repository],galaxy[no-changelog]'
-lint: $(STAMP)  ## ruff, mypy, layers, CRDs, Dockerfile, yamllint, ansible-lint
+lint: $(OPERATOR_DEPS)  ## ruff, mypy, layers, CRDs, Dockerfile, yamllint, ansible-lint
 	$(BIN)/ruff check operator tests bench
 	$(BIN)/ruff format --check operator tests bench
 	$(BIN)/mypy
@@ -80,10 +92,10 @@ lint: $(STAMP)  ## ruff, mypy, layers, CRDs, Dockerfile, yamllint, ansible-lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/ansible-lint $(ANSIBLE_LINT_EXTRA) \
 		roles playbooks operator/ansible_collections molecule  # .ansible-lint: what, why
 
-unit: $(STAMP)  ## the unit tests (no cluster, no Ansible run: the fast loop)
+unit: $(OPERATOR_DEPS)  ## the unit tests (no cluster, no Ansible run: the fast loop)
 	$(BIN)/pytest tests/unit $(call workers,$(UNIT_WORKERS)) $(PYTEST_ARGS)
 
-runner: $(STAMP)  ## the runner tests: real ansible-runner runs, cold and warm (no cluster)
+runner: $(OPERATOR_DEPS)  ## the runner tests: real ansible-runner runs, cold and warm (no cluster)
 	$(BIN)/pytest tests/runner $(call workers,$(RUNNER_WORKERS)) $(PYTEST_ARGS)
 
 # The four ansible-cores, each tested (`.ci/run`): 2.18 (the `ansible` 11 package) is the default,
@@ -112,8 +124,7 @@ $(VENV)-ansible-core-%/.installed: pyproject.toml $(STAMP)
 	$(if $(ANSIBLE_FOR_$*),,$(error no ansible-core $* here: choose one of $(CORES)))
 	$(PYTHON) -m venv $(@D)
 	echo '$(ANSIBLE_FOR_$*)' > $(@D)/ansible-override.txt
-	$(UV) pip install --quiet --python $(@D)/bin/python -e '.[test]' \
-		--override $(@D)/ansible-override.txt
+	$(UV_INSTALL) --python $(@D)/bin/python -e '.[test]' --override $(@D)/ansible-override.txt
 	touch $@
 
 # Parallel workers (pytest-xdist): UNIT_WORKERS for the unit layers, E2E_WORKERS for the e2e
@@ -132,17 +143,17 @@ workers = $(if $(filter 1,$1),-p no:xdist,-n $1 --dist loadfile)
 .SECONDEXPANSION:
 venv-ansible-core-%: $$(call core_venv,$$*)/.installed ;
 
-unit-ansible-core-%: $$(call core_venv,$$*)/.installed
+unit-ansible-core-%: $$(call core_venv,$$*)/.installed bytecode
 	$(call core_venv,$*)/bin/pytest tests/unit tests/runner -m ansible_core \
 		$(call workers,$(RUNNER_WORKERS)) $(PYTEST_ARGS)
 
-e2e-ansible-core-%: $$(call core_venv,$$*)/.installed
+e2e-ansible-core-%: $$(call core_venv,$$*)/.installed bytecode
 	$(call core_venv,$*)/bin/ansible-operator dev-cluster build
 	$(call core_venv,$*)/bin/python -m tests.e2e.tools  # promtool, the bundle validator
 	$(call core_venv,$*)/bin/pytest tests/e2e -m ansible_core $(call workers,$(E2E_WORKERS)) \
 		$(PYTEST_ARGS)
 
-e2e: $(STAMP)  ## the end-to-end tests on the local cluster
+e2e: $(OPERATOR_DEPS)  ## the end-to-end tests on the local cluster
 	$(ANSIBLE_OPERATOR) dev-cluster build
 	$(BIN)/python -m tests.e2e.tools  # promtool, the bundle validator
 	$(BIN)/pytest tests/e2e $(call workers,$(E2E_WORKERS)) $(PYTEST_ARGS)
@@ -159,7 +170,7 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[test,bench]'
 	touch $@
 
-bench: $(BENCH_STAMP) $(foreach core,$(BENCH_CORES),$(call core_venv,$(core))/.installed)  ## warm and cold runners on each core side by side (bench/results/latest.md)
+bench: $(BENCH_STAMP) bytecode $(foreach core,$(BENCH_CORES),$(call core_venv,$(core))/.installed)  ## warm and cold runners on each core side by side (bench/results/latest.md)
 	$(BIN)/python -m bench.operator_bench --cores='$(BENCH_CORES)' $(BENCH_ARGS)
 
 # `make soak`: the fault suite of issue 13 (tests/soak/suite.py), outside `make test`: SOAK_N CRs
@@ -170,11 +181,11 @@ bench: $(BENCH_STAMP) $(foreach core,$(BENCH_CORES),$(call core_venv,$(core))/.i
 SOAK_N ?= 200
 SOAK_DURATION ?= 600
 SOAK_SEED ?=
-soak: $(STAMP)  ## the fault suite: make soak SOAK_N=200 SOAK_DURATION=600 [SOAK_SEED=...]
+soak: $(OPERATOR_DEPS)  ## the fault suite: make soak SOAK_N=200 SOAK_DURATION=600 [SOAK_SEED=...]
 	$(ANSIBLE_OPERATOR) dev-cluster build
 	$(BIN)/python -m tests.soak --n=$(SOAK_N) --duration=$(SOAK_DURATION) $(if $(SOAK_SEED),--seed=$(SOAK_SEED))
 
-image-test: $(STAMP)  ## build the image and run the operator from it, in-cluster style
+image-test: $(OPERATOR_DEPS)  ## build the image and run the operator from it, in-cluster style
 	$(ANSIBLE_OPERATOR) dev-cluster build
 	$(BIN)/pytest tests/image $(PYTEST_ARGS)
 
