@@ -1,7 +1,7 @@
 """The spec is data, through the operator on the cluster, on both runners: a tenant's hostile CRs
 (templates in keys and values, ansible-core's serialization markers, in spec and annotations, on
-a CRD that keeps unknown fields) reach the role as written or are refused naming the field, no
-command runs, and the other CRs of the kind are reconciled all the while.
+a CRD that keeps unknown fields; specs past what a run may cost) reach the role as written or are
+refused naming the field or the limit, no command runs, and the other CRs of the kind are reconciled all the while.
 """
 
 from __future__ import annotations
@@ -64,6 +64,9 @@ def test_hostile_crs_are_data_or_refused_and_the_others_still_reconcile(
     # ansible-core's own markers, deep in one CR and at the top of another: refused, by name.
     create(crs, namespace, "marker-deep", {"a": {"b": [{"__ansible_unsafe": {"x": 1}}]}})
     create(crs, namespace, "marker-top", {"__ansible_vault": "$ANSIBLE_VAULT;1.1;AES256\n61"})
+    # Past what one run may cost (core.extravars): refused, saying which limit.
+    create(crs, namespace, "too-many", {"items": list(range(10_001))})
+    create(crs, namespace, "too-big", {"blob": "x" * 2**20})
     create(crs, namespace, "plain", {"message": "hello"})
 
     saw = seen(core, namespace, "hostile")
@@ -81,12 +84,14 @@ def test_hostile_crs_are_data_or_refused_and_the_others_still_reconcile(
     wait_condition(crs, namespace, "Echo", "hostile", "Successful")
     assert seen(core, namespace, "plain")["spec"] == {"message": "hello"}
 
-    for name, field in [
-        ("marker-deep", "spec.a.b[0].__ansible_unsafe"),
-        ("marker-top", "spec.__ansible_vault"),
+    for name, message in [
+        ("marker-deep", "spec.a.b[0].__ansible_unsafe: a key starting with"),
+        ("marker-top", "spec.__ansible_vault: a key starting with"),
+        ("too-many", "spec has more than 10,000 keys and list items, the most one run takes"),
+        ("too-big", "spec is 1.0 MiB as JSON, more than the 1 MiB one run takes"),
     ]:
         obj = wait_condition(crs, namespace, "Echo", name, "Failure", reason="SpecRefused")
-        assert condition(obj, "Failure")["message"].startswith(f"{field}: a key starting with")
+        assert condition(obj, "Failure")["message"].startswith(message)
         wait_event(core, namespace, name, "SpecRefused", timeout=60)
         assert config_map_data(core, namespace, f"{name}-seen") is None, "no run may start"
 

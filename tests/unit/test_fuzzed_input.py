@@ -14,8 +14,11 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from ansible_operator.core import extravars
 from ansible_operator.core.extravars import (
+    MAX_SPEC_BYTES,
     MAX_SPEC_DEPTH,
+    MAX_SPEC_NODES,
     META_VAR,
     ReservedVariableError,
     SpecError,
@@ -178,6 +181,58 @@ def test_a_spec_at_the_depth_limit_is_accepted():
         nested = {"level": nested}
     assert too_deep({"f": nested}, MAX_SPEC_DEPTH) is None
     build_extra_vars({"metadata": {"name": "x"}, "spec": {"f": nested}}, WATCH, finalizing=False)
+
+
+def test_a_spec_with_more_keys_and_items_than_a_run_takes_is_refused():
+    # "items" and its MAX_SPEC_NODES - 1 entries: the limit, then one past it.
+    at_limit = {"metadata": {"name": "x"}, "spec": {"items": list(range(MAX_SPEC_NODES - 1))}}
+    build_extra_vars(at_limit, WATCH, finalizing=False)
+    past = {"metadata": {"name": "x"}, "spec": {"items": list(range(MAX_SPEC_NODES)), "a": {}}}
+    with pytest.raises(SpecError) as err:
+        build_extra_vars(past, WATCH, finalizing=False)
+    assert str(err.value).startswith(f"spec has more than {MAX_SPEC_NODES:,} keys and list items")
+    assert one_line(str(err.value))
+
+
+def test_a_spec_larger_than_a_run_takes_is_refused():
+    # {"b":"..."}: 8 bytes around the string, so the limit exactly, then one byte more.
+    at_limit = {"metadata": {"name": "x"}, "spec": {"b": "é" * ((MAX_SPEC_BYTES - 8) // 2)}}
+    build_extra_vars(at_limit, WATCH, finalizing=False)
+    past = {"metadata": {"name": "x"}, "spec": {"b": "é" * ((MAX_SPEC_BYTES - 8) // 2) + "x"}}
+    with pytest.raises(SpecError) as err:
+        build_extra_vars(past, WATCH, finalizing=False)
+    assert str(err.value) == "spec is 1.0 MiB as JSON, more than the 1 MiB one run takes"
+
+
+def test_an_extra_vars_document_past_its_limit_is_refused(monkeypatch):
+    monkeypatch.setattr(extravars, "MAX_EXTRAVARS_BYTES", 4096)
+    params = build_extra_vars(
+        {"metadata": {"name": "x"}, "spec": {"b": "x" * 2000}}, WATCH, finalizing=False
+    )
+    with pytest.raises(SpecError, match=r"^the run's extra vars would be 0\.0 MiB, more than"):
+        extravars_document(params)
+
+
+def nested_spec(depth: int, width: int) -> dict[str, Any]:
+    node: dict[str, Any] = {f"leaf{i}": f"value-{i}" for i in range(width)}
+    for _ in range(depth):
+        node = {f"k{i}": f"v{i}" for i in range(width)} | {"next": node}
+    return node
+
+
+def test_a_deep_specs_document_is_no_larger_than_a_flat_one_of_as_many_keys():
+    # In block style each line was indented by its depth: a 95-deep spec of 60 keys a level made
+    # a document 23 times its JSON, against about 6 times (three copies) for a flat one.
+    deep = nested_spec(95, 60)
+    flat = {f"k{level}.{i}": f"v{i}" for level in range(96) for i in range(60)}
+    flat |= {f"leaf{i}": f"value-{i}" for i in range(60)}
+    sizes = {}
+    for name, spec in (("deep", deep), ("flat", flat)):
+        params = build_extra_vars(
+            {"metadata": {"name": "x"}, "spec": spec}, WATCH, finalizing=False
+        )
+        sizes[name] = len(extravars_document(params))
+    assert sizes["deep"] < 1.2 * sizes["flat"]
 
 
 WATCH_KEYS = st.sampled_from(

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ansible_operator.core.extravars import MAX_SPEC_DEPTH, UnsafeText
+from ansible_operator.core.extravars import MAX_SPEC_DEPTH, SpecError, UnsafeText
 from ansible_operator.core.watches import GVK, Finalizer, Watch
 from ansible_operator.kube.client import ResourceInfo
 from ansible_operator.kube.discovery import Discovery
@@ -412,6 +412,19 @@ def test_a_spec_too_deep_for_variables_is_a_failure_naming_the_field_and_no_run(
     assert failure["message"].startswith("spec.deepField is nested more than")
     assert w.events() == [("Warning", "SpecRefused", failure["message"])]
     assert w.proxy.valid == {} and w.runner.requests == []
+
+
+def test_extra_vars_past_their_limit_are_a_failure_saying_so_and_no_retry(tmp_path):
+    too_large = SpecError(
+        "the run's extra vars would be 9.0 MiB, more than the 8 MiB one run takes"
+    )
+    w = world(tmp_path, [too_large])
+    with pytest.raises(TerminalError, match=r"^the run's extra vars would be 9\.0 MiB"):
+        w.reconcile()
+    failure = w.condition("Failure")
+    assert (failure["reason"], failure["message"]) == ("SpecRefused", str(too_large))
+    assert w.events() == [("Warning", "SpecRefused", str(too_large))]
+    assert w.proxy.valid == {}
 
 
 @pytest.mark.parametrize(

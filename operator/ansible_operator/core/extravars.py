@@ -18,6 +18,7 @@ existing roles run unchanged. The deliberate differences are for safety (docs/se
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +33,13 @@ from ansible_operator.gocompat import map_to_snake
 # Deeper specs are refused rather than handed to Ansible, whose templating (like Python's copy
 # and JSON encoding here) recurses once per level: a Failure naming the field, not a crash.
 MAX_SPEC_DEPTH = 100
+# What one CR may cost a run (docs/security.md): Ansible holds each key and list item of each of
+# the three copies of the spec in the extra vars as objects of its own, about 1 KiB apiece, so
+# their number bounds a run's memory (10,000: about 30 MiB more than an empty spec's run), the
+# bytes bound its strings, and the document's size is checked as it is written.
+MAX_SPEC_NODES = 10_000
+MAX_SPEC_BYTES = 1024 * 1024  # as compact JSON; the API server stores objects up to about 1.5 MiB
+MAX_EXTRAVARS_BYTES = 8 * 1024 * 1024
 
 
 # ansible-core's serialization gives an object with a key of this prefix a meaning of its own
@@ -57,8 +65,8 @@ class ReservedVariableError(SpecError):
 def check_spec(obj: Mapping[str, Any], watch: Watch) -> list[reserved_vars.SpecVariable]:
     """Refuse, with a SpecError naming the field, a CR that Ansible could not take as data: a spec
     nested too deep, a key of ansible-core's serialization markers anywhere in the object, a
-    spec key that would set one of Ansible's own variables. Returns the variables the spec's
-    top-level keys become."""
+    spec key that would set one of Ansible's own variables, a spec past what one run may cost
+    (MAX_SPEC_NODES, MAX_SPEC_BYTES). Returns the variables the spec's top-level keys become."""
     raw_spec = obj.get("spec")
     deep = too_deep(raw_spec, MAX_SPEC_DEPTH)
     if deep is not None:
@@ -67,6 +75,17 @@ def check_spec(obj: Mapping[str, Any], watch: Watch) -> list[reserved_vars.SpecV
             f"spec.{field.split('[')[0]} is nested more than {MAX_SPEC_DEPTH} levels deep "
             f"(at {deep[:200]}): it cannot be turned into role variables"
         )
+    if count_nodes(raw_spec, MAX_SPEC_NODES) > MAX_SPEC_NODES:
+        raise SpecError(
+            f"spec has more than {MAX_SPEC_NODES:,} keys and list items, the most one run takes "
+            "(each costs the run's Ansible about 3 KiB of memory)"
+        )
+    size = len(json.dumps(raw_spec, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > MAX_SPEC_BYTES:
+        raise SpecError(
+            f"spec is {size / 2**20:.1f} MiB as JSON, more than the "
+            f"{MAX_SPEC_BYTES // 2**20} MiB one run takes"
+        )
     marker = marker_key(obj)
     if marker is not None:
         raise SpecError(
@@ -74,6 +93,21 @@ def check_spec(obj: Mapping[str, Any], watch: Watch) -> list[reserved_vars.SpecV
             "serialization markers, which a role's from_json would decode: rename it"
         )
     return check_reserved(raw_spec, watch)
+
+
+def count_nodes(value: Any, stop_past: int) -> int:
+    """The number of mapping entries and list items in `value` at every depth, counted until it
+    passes `stop_past`."""
+    count, stack = 0, [value]
+    while stack and count <= stop_past:
+        current = stack.pop()
+        if isinstance(current, Mapping):
+            count += len(current)
+            stack += current.values()
+        elif isinstance(current, list):
+            count += len(current)
+            stack += current
+    return count
 
 
 def marker_key(value: Any, path: str = "") -> str | None:
@@ -120,9 +154,26 @@ def mark_unsafe(value: Any, *, strings: bool = True) -> Any:
     return value
 
 
+# Collections nested deeper than this are written in flow style, on one line: in block style
+# each line is indented by its depth, which made a deep spec's document many times its size.
+BLOCK_DEPTH = 3
+
+
 class _Writer(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    depth = 0
+
     def ignore_aliases(self, data: Any) -> bool:
         return True  # every value written out where it is, never as an anchor and alias
+
+    def represent_data(self, data: Any) -> yaml.Node:
+        level = self.depth = self.depth + 1  # the document's own mapping is level 1
+        try:
+            node = super().represent_data(data)
+        finally:
+            self.depth = level - 1
+        if level > BLOCK_DEPTH and isinstance(node, yaml.CollectionNode):
+            node.flow_style = True
+        return node
 
 
 _STR = "tag:yaml.org,2002:str"
@@ -147,7 +198,9 @@ DOCUMENT_HEADER = "# ansible-operator: extra vars, every string a CR wrote tagge
 
 def extravars_document(params: Mapping[str, Any]) -> str:
     """The `env/extravars` text of `params`: YAML, each `UnsafeText` tagged `!unsafe`, every other
-    string a plain double-quoted string, and nothing else that Ansible would read as code."""
+    string a plain double-quoted string, and nothing else that Ansible would read as code;
+    collections past BLOCK_DEPTH on one line. SpecError when it is longer than
+    MAX_EXTRAVARS_BYTES."""
     body = yaml.dump(
         dict(params),
         Dumper=_Writer,
@@ -156,6 +209,12 @@ def extravars_document(params: Mapping[str, Any]) -> str:
         default_flow_style=False,
         width=2**31 - 1,  # one line per string: the quoted form, however long
     )
+    size = len(body.encode())
+    if size > MAX_EXTRAVARS_BYTES:
+        raise SpecError(
+            f"the run's extra vars would be {size / 2**20:.1f} MiB, more than the "
+            f"{MAX_EXTRAVARS_BYTES // 2**20} MiB one run takes: the CR is too large"
+        )
     return DOCUMENT_HEADER + body
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from ansible_operator.core import (
     SpecError,
@@ -130,6 +130,8 @@ class Reconciler:
             if self.watch.manage_status:
                 await status.interrupted(stop.cause)
             return Result()  # this process runs nothing more; the next one runs it again
+        except SpecError as err:  # the extra vars document past its limit
+            await self._refused(obj, status, err)
         except RunnerError as err:
             message = f"Unable to run reconciliation: {err}"
             await status.error(message)
@@ -168,9 +170,7 @@ class Reconciler:
         try:
             spec_vars = check_spec(obj, self.watch)
         except SpecError as err:
-            await status.error(str(err), reason=err.reason)
-            await self.events.failed(obj, str(err), reason=err.reason)
-            raise TerminalError(str(err)) from None
+            await self._refused(obj, status, err)
         for shadow in reserved_vars.shadowing(spec_vars, self.ansible_names):
             if shadow.variable not in self._shadowing_warned:
                 self._shadowing_warned.add(shadow.variable)
@@ -181,6 +181,11 @@ class Reconciler:
                     f"{object_var_name(self.watch.gvk)}_spec",
                     extra={"gvk": str(self.watch.gvk)},
                 )
+
+    async def _refused(self, obj: dict[str, Any], status: StatusWriter, err: SpecError) -> NoReturn:
+        await status.error(str(err), reason=err.reason)
+        await self.events.failed(obj, str(err), reason=err.reason)
+        raise TerminalError(str(err)) from None
 
     async def _report_loop(self, key: Key, generation: object, live: dict[str, Any]) -> None:
         """Once an episode, runs that keep waking themselves through the CR's dependents

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ansible_operator.core import (
-    SpecError,
     Watch,
     build_extra_vars,
     log_verbosity,
@@ -31,7 +30,6 @@ from ansible_operator.runner import (
     EventLogger,
     LogEventsMode,
     Runner,
-    RunnerError,
     RunRequest,
     RunResult,
     Timeline,
@@ -89,7 +87,9 @@ class RunSession:
         self._log_events = LogEventsMode.parse(settings.logging.ansible_log_events)
 
     async def run(self, obj: dict[str, Any], *, finalizing: bool) -> RunResult:
-        """Run Ansible for ``obj``; RunnerError when the run could not start."""
+        """Run Ansible for ``obj``; RunnerError when the run could not start, SpecError when the
+        CR cannot be its variables (`core.extravars`: checked again here, and the document's size
+        as it is written)."""
         meta = obj["metadata"]
         namespace, name = meta.get("namespace") or "", meta["name"]
         annotations = meta.get("annotations") or {}
@@ -116,10 +116,7 @@ class RunSession:
             kubeconfig.write(
                 Path(kubeconfig_path), port=self.proxy.port, token=token, owner_namespace=namespace
             )
-            try:
-                extravars = build_extra_vars(obj, self.watch, finalizing=finalizing)
-            except SpecError as err:
-                raise RunnerError(str(err)) from err
+            extravars = build_extra_vars(obj, self.watch, finalizing=finalizing)
             request = RunRequest(
                 ident=ident,
                 private_data_dir=self._input_dir(namespace, name),
