@@ -31,7 +31,8 @@ CRD = REPO / "config" / "crd" / "bases" / "cache.example.com_memcacheds.yaml"
 # Families of upstream's scrape not served here, on purpose (docs/metrics.md says why).
 ABSENT_PREFIXES = ("go_",)  # Go's runtime: there is no Go runtime here
 ABSENT = {
-    # Upstream's operator registers no webhook, so its counter of webhook panics stays 0.
+    # Upstream's operator registers no webhook, so its counter of webhook panics stays 0; ours
+    # is served with a conversion webhook only, which this test's operator has not.
     "controller_runtime_webhook_panics",
 }
 # User counters whose names do not end in _total: served untyped under their own name here

@@ -1,17 +1,28 @@
-"""The conversion webhook's pure parts: a ConversionReview answered, and which watches run
-(one version per kind, upstream's ansible-operator-plugins #154)."""
+"""The conversion webhook: a ConversionReview answered, what anything else that reaches its port
+gets (its handler in aiohttp's test server), and which watches run (one version per kind,
+upstream's ansible-operator-plugins #154)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+from prometheus_client import CollectorRegistry
 
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.role_api import load_conversion
+from ansible_operator.runtime import conversion_webhook
 from ansible_operator.runtime.conversion_webhook import (
+    MAX_REVIEW_BYTES,
+    ConversionWebhook,
+    MalformedReview,
     WebhookError,
     review_response,
     select_watches,
@@ -74,6 +85,95 @@ def test_a_kind_without_a_conversion_is_a_failure_the_api_server_reports() -> No
             "message": "Thing.other.example.com has no conversion here",
         },
     }
+
+
+MALFORMED = [
+    [],
+    {"request": None},
+    {"request": {"uid": 1, "desiredAPIVersion": "a/v1", "objects": []}},
+    {"request": {"uid": "1", "desiredAPIVersion": "v1", "objects": []}},
+    {"request": {"uid": "1", "desiredAPIVersion": "a/v1", "objects": {"kind": "X"}}},
+    {"request": {"uid": "1", "desiredAPIVersion": "a/v1", "objects": ["x"]}},
+    {"request": {"uid": "1", "desiredAPIVersion": "a/v1", "objects": [{"kind": ["X"]}]}},
+]
+
+
+@pytest.mark.parametrize("review", MALFORMED)
+def test_what_is_not_shaped_as_a_review_is_malformed(review: Any) -> None:
+    with pytest.raises(MalformedReview):
+        review_response(review, {})
+
+
+def serve(body: bytes) -> tuple[int, str, CollectorRegistry]:
+    """`body` POSTed to a webhook's /convert (its handler, served plain by aiohttp's test
+    server: TLS and the CRDs are the e2e tests'); the status, the text and the metrics."""
+    conversion = load_conversion(_nginx_watch(), ROOT / "roles/nginx")
+    assert conversion is not None
+    registry = CollectorRegistry()
+    webhook = ConversionWebhook(
+        [conversion],
+        client=None,  # type: ignore[arg-type]  # the handler does not call the API server
+        bind_address="127.0.0.1:0",
+        cert_dir="",
+        registry=registry,
+    )
+
+    async def post() -> tuple[int, str]:
+        app = web.Application(client_max_size=MAX_REVIEW_BYTES)
+        app.router.add_post("/convert", webhook._convert)
+        async with TestClient(TestServer(app)) as http:
+            resp = await http.post("/convert", data=body)
+            return resp.status, await resp.text()
+
+    status, text = asyncio.run(post())
+    return status, text, registry
+
+
+def samples(registry: CollectorRegistry, name: str) -> dict[tuple[str, ...], float]:
+    return {
+        tuple(sample.labels.values()): sample.value
+        for metric in registry.collect()
+        for sample in metric.samples
+        if sample.name == name
+    }
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"not json", b"[" * 100_000, json.dumps(MALFORMED[-1]).encode(), b'{"a": "\xff"}'],
+)
+def test_anything_else_than_a_review_is_a_400_and_counted_nowhere(body: bytes) -> None:
+    status, text, registry = serve(body)
+    assert status == 400 and text.startswith("bad ConversionReview: ")
+    assert samples(registry, "ansible_operator_conversion_reviews_total") == {}
+    assert samples(registry, "controller_runtime_webhook_panics_total") == {(): 0.0}
+
+
+def test_a_body_past_the_limit_is_refused_before_it_is_read() -> None:
+    status, _, _ = serve(b" " * (MAX_REVIEW_BYTES + 1))
+    assert status == 413
+
+
+def test_the_metrics_labels_are_the_watched_kinds_whatever_the_request_names() -> None:
+    objects = [
+        {"apiVersion": "operator.example.com/v1alpha1", "kind": f"Made{i}"} for i in range(50)
+    ]
+    review = {"request": {"uid": "1", "desiredAPIVersion": "operator.example.com/v1alpha2",
+                          "objects": objects}}  # fmt: skip
+    status, text, registry = serve(json.dumps(review).encode())
+    assert status == 200 and json.loads(text)["response"]["result"]["status"] == "Failure"
+    assert samples(registry, "ansible_operator_conversion_reviews_total") == {("", "Failure"): 1.0}
+
+
+def test_a_handler_that_raises_is_a_500_counted_as_upstreams_panics(monkeypatch, caplog) -> None:
+    def broken(review, conversions):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(conversion_webhook, "review_response", broken)
+    status, text, registry = serve(b"{}")
+    assert (status, text) == (500, "internal error")
+    assert samples(registry, "controller_runtime_webhook_panics_total") == {(): 1.0}
+    assert "a request's handling raised" in caplog.text
 
 
 def test_two_watches_of_one_kind_run_one_role_at_the_highest_version(caplog) -> None:

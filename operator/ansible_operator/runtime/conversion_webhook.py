@@ -47,8 +47,18 @@ REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
 SERVICE_ANNOTATION = "conversion.ansible-operator.io/service"  # what a loopback URL replaced
 
 
+# The largest request body read: the API server sends one review per object it reads at
+# another version, and one for a whole list; 16 MiB holds a list of several thousand CRs.
+# Larger requests are refused (413) before they are read.
+MAX_REVIEW_BYTES = 16 * 2**20
+
+
 class WebhookError(Exception):
     """The webhook cannot start; one line."""
+
+
+class MalformedReview(ValueError):
+    """A request that is not a ConversionReview as the API server sends one: 400."""
 
 
 def default_cert_dir() -> Path:
@@ -58,20 +68,25 @@ def default_cert_dir() -> Path:
 
 def review_response(review: Any, conversions: Mapping[tuple[str, str], KindConversion]) -> dict:
     """The ConversionReview answering `review`: every object converted, or a Failure saying
-    why (the API server then fails the request that needed it, with that message)."""
+    why (the API server then fails the request that needed it, with that message).
+    MalformedReview when `review` is not shaped as the API server sends one."""
     request = review.get("request") if isinstance(review, dict) else None
     if not isinstance(request, dict):
-        raise ValueError("not a ConversionReview: no request")
-    uid = request.get("uid", "")
-    desired = str(request.get("desiredAPIVersion", ""))
+        raise MalformedReview("no request")
+    uid, desired, objects = (request.get(k) for k in ("uid", "desiredAPIVersion", "objects"))
+    if not isinstance(uid, str) or not isinstance(desired, str) or "/" not in desired:
+        raise MalformedReview("request.uid and request.desiredAPIVersion (group/version) expected")
+    if not isinstance(objects, list) or not all(
+        isinstance(obj, dict) and isinstance(obj.get("kind"), str) for obj in objects
+    ):
+        raise MalformedReview("request.objects must be a list of objects with a kind")
     group, _, version = desired.rpartition("/")
     converted = []
     try:
-        for obj in request.get("objects") or []:
-            kind = obj.get("kind", "") if isinstance(obj, dict) else ""
-            conversion = conversions.get((group, kind))
+        for obj in objects:
+            conversion = conversions.get((group, obj["kind"]))
             if conversion is None:
-                raise ValueError(f"{kind}.{group} has no conversion here")
+                raise ValueError(f"{obj['kind']}.{group} has no conversion here")
             converted.append(convert(obj, version, conversion))
     except ValueError as err:
         result: dict[str, Any] = {"status": "Failure", "message": str(err)}
@@ -112,6 +127,7 @@ class ConversionWebhook:
         self._keeping: asyncio.Task[None] | None = None
         self._crd_names: list[str] = []
         self._source = ""
+        self._one_review = asyncio.Semaphore(1)
         self.reviews = Counter(
             "ansible_operator_conversion_reviews",
             "ConversionReviews answered, by kind and result (Success or Failure).",
@@ -121,6 +137,11 @@ class ConversionWebhook:
         self.seconds = Histogram(
             "ansible_operator_conversion_review_seconds",
             "Time to answer one ConversionReview.",
+            registry=registry,
+        )
+        self.panics = Counter(
+            "controller_runtime_webhook_panics",
+            "Requests whose handling raised (a bug): answered 500, logged with the traceback.",
             registry=registry,
         )
         self.certificate = Gauge(
@@ -154,7 +175,7 @@ class ConversionWebhook:
             )
             crds = {}
         context = await self._tls(list(crds.values()))
-        app = web.Application(client_max_size=64 * 2**20)
+        app = web.Application(client_max_size=MAX_REVIEW_BYTES)
         app.router.add_post("/convert", self._convert)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -363,21 +384,40 @@ class ConversionWebhook:
         )
 
     async def _convert(self, request: web.Request) -> web.Response:
+        """A review answered; anything else that reaches the port is untrusted: a body that is
+        not a ConversionReview is a 400, and the metrics' labels are the watched kinds only.
+        One review is decoded and converted at a time, in a thread: its memory is bounded
+        (about ten times its body, MAX_REVIEW_BYTES at most) and the event loop goes on."""
         started = time.monotonic()
-        try:
-            review = await request.json()
-            answer = review_response(review, self.conversions)
-        except (ValueError, json.JSONDecodeError) as err:
-            return web.Response(status=400, text=f"bad ConversionReview: {err}")
-        response = answer["response"]
-        kinds = {o.get("kind", "") for o in review["request"].get("objects") or []}
-        status = response["result"]["status"]
-        for kind in kinds or {""}:
-            self.reviews.labels(kind, status).inc()
-        if status != "Success":
-            log.warning(f"Conversion failed: {response['result']['message']}")
+        body = await request.read()  # past MAX_REVIEW_BYTES aiohttp answers 413 itself
+        async with self._one_review:
+            try:
+                outcome, answer = await asyncio.to_thread(self._answer, body)
+            except (ValueError, RecursionError) as err:  # JSON's errors are ValueErrors too
+                return web.Response(status=400, text=f"bad ConversionReview: {str(err)[:200]}")
+            except Exception:
+                self.panics.inc()
+                log.exception("Conversion webhook: a request's handling raised")
+                return web.Response(status=500, text="internal error")
+        result = outcome["response"]["result"]
+        for kind in outcome["kinds"] or {""}:
+            self.reviews.labels(kind, result["status"]).inc()
+        if result["status"] != "Success":
+            log.warning(f"Conversion failed: {result['message'][:500]}")
         self.seconds.observe(time.monotonic() - started)
-        return web.json_response(answer)
+        return web.Response(body=answer, content_type="application/json")
+
+    def _answer(self, body: bytes) -> tuple[dict[str, Any], bytes]:
+        """The answer to `body` as JSON, with what the metrics need of it: its response and the
+        watched kinds it names ("" for any other)."""
+        review = json.loads(body)
+        answer = review_response(review, self.conversions)
+        group = review["request"]["desiredAPIVersion"].rpartition("/")[0]
+        kinds = {
+            obj["kind"] if (group, obj["kind"]) in self.conversions else ""
+            for obj in review["request"]["objects"]
+        }
+        return {"response": answer["response"], "kinds": kinds}, json.dumps(answer).encode()
 
 
 def _pair_of(secret: Mapping[str, Any] | None) -> tuple[bytes, bytes] | None:
