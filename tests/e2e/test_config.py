@@ -14,6 +14,7 @@ config/<overlay>), so that sessions sharing one cluster do not collide; the CRDs
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -350,3 +351,39 @@ def test_the_ha_config_renders_three_sharded_replicas_with_a_budget_and_spread()
     assert spec["template"]["spec"]["affinity"]["podAntiAffinity"]
     (budget,) = [d for d in docs if d["kind"] == "PodDisruptionBudget"]
     assert budget["spec"]["selector"] == spec["selector"]
+
+
+def test_the_network_policies_admit_only_the_webhook_and_the_metrics_of_the_manager(
+    cluster, namespace, tmp_path
+):
+    """config/network-policy, added to config/default as its comment says: each policy selects
+    the manager's Pod and opens a port it has, and the API server accepts it. Whether a network
+    plugin enforces them cannot be seen here: the local cluster has none (docs/security.md)."""
+    project = tmp_path / "project"
+    shutil.copytree(CONFIG, project / "config")
+    default = project / "config/default/kustomization.yaml"
+    text = default.read_text()
+    assert "  # - ../network-policy\n" in text
+    default.write_text(text.replace("  # - ../network-policy\n", "  - ../network-policy\n"))
+    kubectl_path = binaries.find()["kubectl"]
+    docs = list(yaml.safe_load_all(deploy.render(kubectl_path, project, "reg/op:1", "default")))
+    (manager,) = [d for d in docs if d["kind"] == "Deployment"]
+    pod = manager["spec"]["template"]
+    ports = {p["name"]: p["containerPort"] for p in pod["spec"]["containers"][0]["ports"]}
+    policies = {d["metadata"]["name"]: d for d in docs if d["kind"] == "NetworkPolicy"}
+    opened = {}
+    for name, policy in policies.items():
+        assert policy["metadata"]["namespace"] == manager["metadata"]["namespace"]
+        assert policy["spec"]["policyTypes"] == ["Ingress"]
+        selector = policy["spec"]["podSelector"]["matchLabels"]
+        assert selector.items() <= pod["metadata"]["labels"].items(), name
+        ((rule,),) = [policy["spec"]["ingress"]]
+        ((source,), (port,)) = rule["from"], rule["ports"]
+        opened[ports[port["port"]]] = source["namespaceSelector"]["matchLabels"]
+    assert opened == {9443: {"webhook": "enabled"}, 8443: {"metrics": "enabled"}}
+    for name, policy in policies.items():
+        policy["metadata"]["namespace"] = namespace
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(policy))
+        kubectl(
+            cluster.kubeconfig, "create", "--dry-run=server", "-f", str(tmp_path / f"{name}.yaml")
+        )
