@@ -32,7 +32,7 @@ CUT = re.compile(r" \.\.\. \[cut: (\d+) more bytes\]\Z")
 def talker(cluster, operator):
     with cluster.api_client() as api_client:
         install_crds(api_client, [kind_crd("Talker")])
-    operator.write_watches([{"kind": "Talker", "role": "talker"}])
+    operator.write_watches([{"kind": "Talker", "role": "talker", "maxVerbosity": 4}])
     return operator
 
 

@@ -599,11 +599,43 @@ def test_a_run_gets_its_own_token_and_kubeconfig_and_both_go_with_it(tmp_path):
     assert not Path(request.kubeconfig).exists()
 
 
+@pytest.mark.parametrize(
+    ("max_verbosity", "asked", "runs_at"),
+    [(None, "5", 2), (None, "1", 1), (3, "5", 3), (3, "3", 3), (0, "2", 0)],
+)
+def test_a_crs_verbosity_is_at_most_the_watchs_said_once(
+    tmp_path, caplog, max_verbosity, asked, runs_at
+):
+    settings = RunSettings(ansible=Ansible(ansible_verbosity=2))
+    watch = Watch(gvk=WATCH.gvk, role="/roles/thing", max_verbosity=max_verbosity)
+    annotations = {"ansible.sdk.operatorframework.io/verbosity": asked}
+    w = world(tmp_path, [succeeded(), succeeded()], watch=watch, settings=settings,
+              annotations=annotations)  # fmt: skip
+    w.reconcile()
+    w.reconcile()
+    assert [r.verbosity for r in w.runner.requests] == [runs_at, runs_at]
+    said = [r.message for r in caplog.records if "verbosity annotation of ns/a" in r.message]
+    if runs_at < int(asked):
+        assert said == [
+            f"The verbosity annotation of ns/a asks for {asked}, more than Thing's maximum "
+            f"{runs_at}: its runs use {runs_at} (maxVerbosity in watches.yaml allows more); said "
+            "once for this kind"
+        ]
+    else:
+        assert said == []
+
+
 def test_the_run_request_takes_the_flags_the_watch_and_the_annotations(tmp_path):
     settings = RunSettings(
         ansible=Ansible(ansible_args="'--check'", ansible_verbosity=2, ansible_run_timeout=60.0)
     )
-    watch = Watch(gvk=WATCH.gvk, role="/roles/thing", run_timeout=5.0, max_runner_artifacts=20)
+    watch = Watch(
+        gvk=WATCH.gvk,
+        role="/roles/thing",
+        run_timeout=5.0,
+        max_runner_artifacts=20,
+        max_verbosity=4,
+    )
     annotations = {
         "ansible.sdk.operatorframework.io/verbosity": "4",
         "ansible.sdk.operatorframework.io/max-runner-artifacts": "3",

@@ -217,6 +217,9 @@ def test_every_field(project: Path) -> None:
         ("reconcilePeriod: -1s", "reconcile_period", -1.0),
         ("runTimeout: 0s", "run_timeout", None),
         ("runTimeout: 1h30m", "run_timeout", 5400.0),
+        ("maxVerbosity: null", "max_verbosity", None),
+        ("maxVerbosity: 0", "max_verbosity", 0),
+        ("maxVerbosity: 7", "max_verbosity", 7),
         ("vars: null", "vars", {}),
         ("vars: {2: two, true: yes, 2.5: x}", "vars", {"2": "two", "true": True, "2.5": "x"}),
         # Timestamps stay strings, as go-yaml v2 leaves them.
@@ -615,6 +618,14 @@ def test_finalizer_role_and_playbook_resolution(project: Path) -> None:
         (
             "- {version: v1, kind: A, role: memcached, runTimeout: -5s}\n",
             "@ runTimeout must not be negative, got '-5s'",
+        ),
+        (
+            "- {version: v1, kind: A, role: memcached, maxVerbosity: 8}\n",
+            "@ maxVerbosity must be 0 to 7, got 8",
+        ),
+        (
+            "- {version: v1, kind: A, role: memcached, maxVerbosity: '3'}\n",
+            "@ maxVerbosity must be an integer, got string '3'",
         ),
         (
             "- {version: v1, kind: A, role: memcached, manageStatus: 'false'}\n",

@@ -21,6 +21,8 @@ from ansible_operator.core import (
     triggers,
 )
 from ansible_operator.core.annotations import (
+    MAX_VERBOSITY,
+    VERBOSITY_ANNOTATION,
     log_verbosity,
     max_runner_artifacts,
     reconcile_period,
@@ -76,6 +78,8 @@ __all__ = [
     "GVK",
     "JITTER_FACTOR",
     "MAX_SHARDS",
+    "MAX_VERBOSITY",
+    "VERBOSITY_ANNOTATION",
     "Backoff",
     "CRIndex",
     "Candidate",

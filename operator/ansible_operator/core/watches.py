@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ansible_operator.core import reserved_vars
+from ansible_operator.core.annotations import MAX_VERBOSITY
 from ansible_operator.core.selectors import LabelSelector
 from ansible_operator.gocompat import parse_go_duration
 from ansible_operator.gocompat import yaml as go_yaml
@@ -115,6 +116,9 @@ class Watch:
     selector: LabelSelector = field(default_factory=LabelSelector)
     # Our addition (`runTimeout`): seconds; None means "use --ansible-run-timeout".
     run_timeout: float | None = None
+    # Our addition (`maxVerbosity`, 0..7): the most a CR's verbosity annotation may ask for (a
+    # run's output can show task results: a Secret's data); None: the watch's own verbosity.
+    max_verbosity: int | None = None
     # Our addition (`allowReservedVars`): the `ansible_*` variables a CR's spec may set.
     allow_reserved_vars: tuple[str, ...] = ()
     # Our addition (`relatedResources`): other kinds whose changes reconcile this kind's CRs.
@@ -353,6 +357,7 @@ _WATCH_KEYS = (
     "finalizer",
     "selector",
     "runTimeout",
+    "maxVerbosity",
     reserved_vars.WATCH_KEY,
     "relatedResources",
 )
@@ -529,6 +534,11 @@ def _parse_fields(fields: Mapping[str, Any], gvk: GVK, locate: Locator) -> _Pars
     run_timeout = _as_duration(fields.get("runTimeout"), "runTimeout")
     if run_timeout is not None and run_timeout < 0:
         raise _Problem(f"runTimeout must not be negative, got {fields.get('runTimeout')!r}")
+    max_verbosity = None
+    if fields.get("maxVerbosity") is not None:
+        max_verbosity = _as_int(fields["maxVerbosity"], "maxVerbosity")
+        if not 0 <= max_verbosity <= MAX_VERBOSITY:
+            raise _Problem(f"maxVerbosity must be 0 to {MAX_VERBOSITY}, got {max_verbosity}")
     mark_unsafe_raw = fields.get("markUnsafe")
     try:
         selector = LabelSelector.parse(fields.get("selector"))
@@ -563,6 +573,7 @@ def _parse_fields(fields: Mapping[str, Any], gvk: GVK, locate: Locator) -> _Pars
         finalizer=finalizer,
         selector=selector,
         run_timeout=run_timeout or None,
+        max_verbosity=max_verbosity,
         allow_reserved_vars=_as_reserved_vars(fields.get(reserved_vars.WATCH_KEY)),
         related=_parse_related(fields.get("relatedResources"), gvk),
     )

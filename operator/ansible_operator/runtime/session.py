@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ansible_operator.core import (
+    MAX_VERBOSITY,
+    VERBOSITY_ANNOTATION,
     Watch,
     build_extra_vars,
     log_verbosity,
@@ -85,6 +87,7 @@ class RunSession:
         self.history = history if history is not None and history.enabled else None
         self.tracing = tracing
         self._log_events = LogEventsMode.parse(settings.logging.ansible_log_events)
+        self._cap_said = False
 
     async def run(self, obj: dict[str, Any], *, finalizing: bool) -> RunResult:
         """Run Ansible for ``obj``; RunnerError when the run could not start, SpecError when the
@@ -97,6 +100,9 @@ class RunSession:
         run_verbosity, note = verbosity(annotations, self.settings.ansible_verbosity_for(gvk))
         if note:
             log.error(note)
+        annotated = VERBOSITY_ANNOTATION in annotations
+        if annotated:
+            run_verbosity = self._capped(run_verbosity, namespace, name)
         rotate, note = max_runner_artifacts(annotations, self.watch.max_runner_artifacts)
         if note:
             log.error(note)
@@ -135,8 +141,9 @@ class RunSession:
                 logger=runner_log,
                 ident=ident,
                 gvk=str(gvk),
-                verbosity=log_verbosity(
-                    annotations, self.settings.environ.get("ANSIBLE_VERBOSITY")
+                verbosity=min(
+                    log_verbosity(annotations, self.settings.environ.get("ANSIBLE_VERBOSITY")),
+                    run_verbosity if annotated else MAX_VERBOSITY,
                 ),
             )
             result = await self._recorded(request, event_logger, obj, finalizing=finalizing)
@@ -148,6 +155,25 @@ class RunSession:
                 os.unlink(kubeconfig_path)
         self._log_result(result, ident=ident, namespace=namespace, name=name)
         return result
+
+    def _capped(self, requested: int, namespace: str, name: str) -> int:
+        """The verbosity a CR's annotation asked for, at most the watch's `maxVerbosity` (by
+        default its own verbosity): how much of a run's output is kept is not the CR author's
+        to decide. Said once, the first time it caps."""
+        cap = self.watch.max_verbosity
+        if cap is None:
+            cap = self.settings.ansible_verbosity_for(self.watch.gvk)
+        if requested <= cap:
+            return requested
+        if not self._cap_said:
+            self._cap_said = True
+            log.warning(
+                f"The verbosity annotation of {namespace}/{name} asks for {requested}, more than "
+                f"{self.watch.gvk.kind}'s maximum {cap}: its runs use {cap} (maxVerbosity in "
+                "watches.yaml allows more); said once for this kind",
+                extra={"gvk": str(self.watch.gvk)},
+            )
+        return cap
 
     async def _recorded(
         self,
