@@ -3,8 +3,8 @@
 through port-forwards with two replicas merged, what works with ``--metrics-require-rbac``
 (the kubeconfig's own token, --token, a client certificate), and the runs page in headless
 Chromium (Debian's ``chromium`` and ``chromium-driver``, driven by Selenium), on the operator's
-port and through ``kubectl proxy``, a screenshot of each view kept in
-``build/test-artifacts/runs-page/``.
+port, a screenshot of each view kept in ``build/test-artifacts/runs-page/``; and that without
+``--metrics-require-rbac`` nothing of them is served beyond loopback, ``kubectl proxy`` included.
 
 The operators run on this machine, not in Pods: kwok plays the kubelet. A Pod object labelled
 as config/manager labels the operator's stands for each: kwok's PortForward object of its name
@@ -42,7 +42,7 @@ from ansible_operator.kube import KubeClient, load_credentials, portforward
 
 from .cluster import fresh_namespace
 from .crds import GROUP, VERSION, install_crds, kind_crd
-from .operators import Operator
+from .operators import STRUCTURED_LOG, Operator
 from .rbac import account_binding
 from .resources import new_cr, wait_condition
 from .waiting import wait_until
@@ -534,14 +534,22 @@ def test_the_runs_page_in_chromium(operator, crs, namespace, steppers, browser):
     browse(browser, f"{url}/runs/ui", namespace, history, "direct")
 
 
-def test_the_runs_page_through_kubectl_proxy(
-    operator, cluster, crs, core, namespace, steppers, browser
+def test_without_rbac_the_runs_are_not_served_beyond_loopback_not_even_through_kubectl_proxy(
+    operator, cluster, crs, core, namespace, steppers
 ):
-    """The page as a kubectl user opens it: ``kubectl proxy``, then the Pod proxy's path."""
-    url = start(operator, bind="0.0.0.0")
-    history = failed_then_fixed(crs, namespace, url)
+    """Bound to every interface without --metrics-require-rbac, the operator serves /metrics but
+    not the run records (a run's output may show task results): not to ``kubectl proxy``'s Pod
+    proxy either, which passes no credentials on. It says so once."""
+    url = start(operator, *STRUCTURED_LOG, bind="0.0.0.0")
     port = int(url.rsplit(":", 1)[1])
+    why = (
+        f"Run records are not served on 0.0.0.0:{port}: it is not a loopback address and "
+        "--metrics-require-rbac is off, so anyone who reaches it could read them; add "
+        "--metrics-require-rbac, or bind the metrics to 127.0.0.1"
+    )
     operator_pod(cluster, core, namespace, "op-page", port, [])
+    make_stepper(crs, namespace, "web")
+    wait_condition(crs, namespace, KIND, "web", "Successful")
     proxy = subprocess.Popen(
         [str(binaries.kubectl()), "--kubeconfig", str(cluster.kubeconfig), "proxy", "--port=0"],
         stdout=subprocess.PIPE,
@@ -552,13 +560,19 @@ def test_the_runs_page_through_kubectl_proxy(
         serving = proxy.stdout.readline()  # "Starting to serve on 127.0.0.1:PORT"
         assert serving.startswith("Starting to serve on "), serving
         where = serving.rsplit(" ", 1)[1].strip()
-        page = (
-            f"http://{where}/api/v1/namespaces/{namespace}/pods/http:op-page:{port}/proxy/runs/ui"
-        )
-        browse(browser, page, namespace, history, "kubectl-proxy")
+        pod = f"http://{where}/api/v1/namespaces/{namespace}/pods/http:op-page:{port}/proxy"
+        with urllib.request.urlopen(f"{pod}/metrics", timeout=30) as resp:
+            assert b"ansible_operator_reconcile_result" in resp.read()
+        for path in ("/runs/ui", "/runs", f"/runs/{GROUP}/{VERSION}/{KIND}/{namespace}/web"):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(pod + path, timeout=30)
+            assert refused.value.code == 404, path
+            assert json.loads(refused.value.read()) == {"error": why}
     finally:
         proxy.terminate()
-        proxy.wait(30)
+        proxy.wait(timeout=30)
+    said = [r for r in operator.records() if str(r.get("msg", "")).startswith("Run records are")]
+    assert [r["msg"] for r in said] == [why]
 
 
 # -- the page of every replica, served by the command (runs ui) -------------------------------

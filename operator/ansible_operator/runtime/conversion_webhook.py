@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime
-import ipaddress
 import json
 import logging
 import ssl
@@ -35,7 +34,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from ansible_operator.core import KindConversion, Watch, convert, watched_versions
 from ansible_operator.kube import ApiError, KubeClient, Unreachable
 from ansible_operator.role_api import RoleApiError, load_conversion
-from ansible_operator.runtime.metrics import parse_bind_address
+from ansible_operator.runtime.metrics import is_loopback, parse_bind_address
 from ansible_operator.runtime.metrics_tls import CERT_NAME, KEY_NAME, self_signed_pair
 
 log = logging.getLogger("conversion")
@@ -154,10 +153,7 @@ class ConversionWebhook:
 
     @property
     def loopback(self) -> bool:
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return self.host == "localhost"
+        return is_loopback(self.host)
 
     def url(self) -> str:
         return f"https://{'127.0.0.1' if self.loopback else self.host}:{self.port}/convert"

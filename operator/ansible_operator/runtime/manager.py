@@ -53,7 +53,7 @@ from ansible_operator.runtime.conversion_webhook import (
     select_watches,
 )
 from ansible_operator.runtime.dependents import DependentWatches
-from ansible_operator.runtime.flags import RunSettings, parse_run_args
+from ansible_operator.runtime.flags import RunSettings, Serving, parse_run_args
 from ansible_operator.runtime.framework_metrics import serve
 from ansible_operator.runtime.leader import (
     ElectionConfig,
@@ -68,6 +68,8 @@ from ansible_operator.runtime.metrics import (
     Endpoints,
     OperatorMetrics,
     ShardMetrics,
+    is_loopback,
+    parse_bind_address,
 )
 from ansible_operator.runtime.metrics_auth import MetricsAuth
 from ansible_operator.runtime.metrics_tls import MetricsCertError, ServingTLS, serving_context
@@ -181,7 +183,7 @@ class Operator:
                 metrics_auth=(
                     MetricsAuth(self.client) if settings.serving.metrics_require_rbac else None
                 ),
-                metrics_routes=runs_api.routes(self.history),
+                metrics_routes=self._runs_routes(settings.serving),
             )
         except ValueError as err:
             raise StartupError(str(err)) from None
@@ -319,6 +321,23 @@ class Operator:
         for reconciler in self.reconcilers:
             reconciler.ansible_names = ansible.ansible_names or frozenset()
         self.metrics.ansible_found(ansible)
+
+    def _runs_routes(self, serving: Serving) -> list[runs_api.Route]:
+        """The runs API beside /metrics, unless anyone who reaches that port could read it: a
+        run's output may show task results, so on an address other than loopback the records
+        are served only behind --metrics-require-rbac (said once, here)."""
+        at = parse_bind_address(serving.metrics_bind_address)
+        if at is None:
+            return []
+        if not serving.metrics_require_rbac and not is_loopback(at[0]):
+            why = (
+                f"Run records are not served on {serving.metrics_bind_address}: it is not a "
+                "loopback address and --metrics-require-rbac is off, so anyone who reaches it "
+                "could read them; add --metrics-require-rbac, or bind the metrics to 127.0.0.1"
+            )
+            log.warning(why)
+            return [("/runs{rest:.*}", runs_api.not_served(why))]
+        return runs_api.routes(self.history)
 
     def _report_warm_patches(self, runner: WarmRunner) -> None:
         """Say, in one line and a metric, which warm patches stay off and whether runs are cold."""

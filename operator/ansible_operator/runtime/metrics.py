@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
@@ -146,6 +147,14 @@ def parse_bind_address(address: str) -> tuple[str, int] | None:
     if not sep or not port.isdigit() or int(port) > 65535:
         raise ValueError(f"invalid bind address {address!r}: expected [host]:port or 0")
     return (host.strip("[]") or "0.0.0.0", int(port))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a bind address's host reaches this machine only (127.0.0.0/8, ::1, localhost)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 class Endpoints:

@@ -57,6 +57,15 @@ def routes(history: RunHistory) -> list[Route]:
     ]
 
 
+def not_served(why: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """The answer to every runs path where the records are not served: 404, saying why."""
+
+    async def refuse(_: web.Request) -> web.Response:
+        return _json({"error": why}, status=404)
+
+    return refuse
+
+
 def _gvk(request: web.Request) -> tuple[str, str, str]:
     match = request.match_info
     return match["group"], match["version"], match["kind"]
