@@ -336,11 +336,12 @@ def test_runs_of_every_replica_through_port_forwards(
 
 @pytest.fixture
 def readers(cluster, namespace):
-    """Tokens of a ServiceAccount bound to config/rbac's runs-reader, and of one that is not."""
+    """Tokens of ServiceAccounts: bound to config/rbac's runs-reader; with no rights; allowed
+    to get and list the Steppers of this namespace only."""
     with cluster.api_client() as api_client:
         core, rbac = client.CoreV1Api(api_client), client.RbacAuthorizationV1Api(api_client)
         tokens = []
-        for name in ("reader", "stranger"):
+        for name in ("reader", "stranger", "neighbour"):
             core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
             request = core.create_namespaced_service_account_token(
                 name, namespace, {"spec": {"expirationSeconds": 3600}}
@@ -353,8 +354,13 @@ def readers(cluster, namespace):
         rbac.create_cluster_role_binding(
             account_binding(name, "ClusterRole", name, "reader", namespace)
         )
+        steppers = {"apiGroups": [GROUP], "resources": [f"{KIND.lower()}s"]}
+        rule = {**steppers, "verbs": ["get", "list"]}
+        rbac.create_namespaced_role(namespace, {"metadata": {"name": "steppers"}, "rules": [rule]})
+        binding = account_binding("steppers", "Role", "steppers", "neighbour", namespace)
+        rbac.create_namespaced_role_binding(namespace, binding)
         try:
-            yield tokens[0], tokens[1]
+            yield tokens[0], tokens[1], tokens[2]
         finally:
             rbac.delete_cluster_role_binding(role["metadata"]["name"])
             rbac.delete_cluster_role(role["metadata"]["name"])
@@ -382,7 +388,7 @@ def plugin_kubeconfig(cluster, path: Path, token: str) -> Path:
 def test_runs_with_metrics_require_rbac(
     operator, cluster, crs, core, namespace, steppers, readers, tmp_path
 ):
-    reader, stranger = readers
+    reader, stranger, neighbour = readers
     secure = ["--metrics-secure", "--metrics-require-rbac"]
     url = start(operator, *secure)
     make_stepper(crs, namespace, "guarded")
@@ -399,12 +405,16 @@ def test_runs_with_metrics_require_rbac(
         "certificate cannot be): pass --token, say from `kubectl create token` of a "
         "ServiceAccount bound to runs-reader\n"
     )
-    denied = runs("--kubeconfig", str(cluster.kubeconfig), *where, "--token", stranger)
-    assert denied.returncode == 1
-    assert denied.stderr.startswith(
-        "ansible-operator runs: the operator's Pod op-secure refused: Authorization denied for "
-        f"user system:serviceaccount:{namespace}:stranger: GET /runs needs"
+    # Anyone else the API server knows reads the runs of the CRs they may read themselves: the
+    # stranger none, the neighbour (get and list on this namespace's Steppers) this one's.
+    hidden = runs("--kubeconfig", str(cluster.kubeconfig), *where, "--token", stranger, KIND)
+    assert hidden.returncode == 1
+    assert hidden.stderr == (
+        f"ansible-operator runs: no run records of a kind '{KIND}' (kinds with runs: none yet)\n"
     )
+    near = runs("--kubeconfig", str(cluster.kubeconfig), *where, "--token", neighbour, KIND)
+    assert near.returncode == 0, near.stderr
+    assert f"{namespace}/guarded" in near.stdout
     given = runs("--kubeconfig", str(cluster.kubeconfig), *where, "--token", reader, KIND)
     assert given.returncode == 0, given.stderr
     assert f"{namespace}/guarded" in given.stdout
@@ -447,12 +457,27 @@ def test_runs_with_metrics_require_rbac(
     refused = runs(*direct)
     assert refused.returncode == 1
     assert "requires a bearer token that the API server accepts" in refused.stderr
-    denied = runs(*direct, "--token", stranger)
-    assert denied.returncode == 1
-    assert denied.stderr.startswith(
-        f"ansible-operator runs: {url} refused: Authorization denied for user "
-        f"system:serviceaccount:{namespace}:stranger: GET /runs needs"
-    )
+    # The API itself: one CR's runs need get on that CR.
+    one_cr = f"{url}/runs/{GROUP}/{VERSION}/{KIND}/{namespace}/guarded"
+    insecure = ssl.create_default_context()
+    insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+    for token, status in ((stranger, 403), (neighbour, 200)):
+        asked = urllib.request.Request(one_cr, headers={"Authorization": f"Bearer {token}"})
+        try:
+            with urllib.request.urlopen(asked, timeout=30, context=insecure) as resp:
+                answered, body = resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            answered, body = err.code, json.loads(err.read())
+        assert answered == status
+        if status == 403:
+            assert body == {
+                "error": f"reading the runs of {KIND} {namespace}/guarded needs get on it"
+            }
+        else:
+            assert [run["outcome"] for run in body["runs"]] == ["Succeeded"]
+    shown = runs(*direct, "--token", neighbour, "show", f"{KIND}/guarded", "-n", namespace)
+    assert shown.returncode == 0, shown.stderr
+    assert "outcome   Succeeded" in shown.stdout
     allowed = runs(*direct, "--token", reader, "show", f"{KIND}/guarded", "-n", namespace)
     assert allowed.returncode == 0, allowed.stderr
     assert "outcome   Succeeded" in allowed.stdout

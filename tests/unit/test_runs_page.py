@@ -22,6 +22,7 @@ import pytest
 
 from ansible_operator.dev import runs_client, runs_ui
 from ansible_operator.runtime import runs_page
+from ansible_operator.runtime.runs_access import EVERYTHING, ReadableHistory
 
 from . import test_runs_cli
 from .test_runs_cli import (
@@ -56,7 +57,8 @@ class History:
 
 def page(**query) -> tuple[int, str]:
     """The operator's own page: its replica's history as the source."""
-    source = runs_page.HistorySource(History())  # type: ignore[arg-type]
+    readable = ReadableHistory(History(), EVERYTHING)  # type: ignore[arg-type]
+    source = runs_page.HistorySource(readable)
     return asyncio.run(runs_page.render(source, query))
 
 

@@ -81,7 +81,7 @@ def _refusal(where: str, status: int, text: str, path: str) -> RunsError:
     if status == 403:
         return RunsError(
             f"{where} refused: {text}: GET {path} needs the runs-reader ClusterRole "
-            "(config/rbac/runs_reader_role.yaml) bound to you"
+            "(config/rbac/runs_reader_role.yaml) bound to you, or get on the CR"
         )
     return RunsError(f"{where}: GET {path}: {status} {text}")
 

@@ -45,7 +45,7 @@ from ansible_operator.runner import (
     WarmRunner,
     versions,
 )
-from ansible_operator.runtime import logs, runs_api, tracing
+from ansible_operator.runtime import logs, runs_access, runs_api, tracing
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.conversion_webhook import (
     ConversionWebhook,
@@ -173,6 +173,7 @@ class Operator:
             kinds=[watch.gvk for watch in watches],
             namespaces=settings.watching.watch_namespaces,
         )
+        metrics_auth = MetricsAuth(self.client) if settings.serving.metrics_require_rbac else None
         try:
             self.endpoints = Endpoints(
                 metrics_address=settings.serving.metrics_bind_address,
@@ -180,10 +181,8 @@ class Operator:
                 registries=[self.metrics.registry, self.user_metrics.registry],
                 ready=self.readiness.why_not_ready,
                 metrics_tls=inputs.metrics_tls,
-                metrics_auth=(
-                    MetricsAuth(self.client) if settings.serving.metrics_require_rbac else None
-                ),
-                metrics_routes=self._runs_routes(settings.serving),
+                metrics_auth=metrics_auth,
+                metrics_routes=self._runs_routes(settings.serving, metrics_auth),
             )
         except ValueError as err:
             raise StartupError(str(err)) from None
@@ -322,10 +321,13 @@ class Operator:
             reconciler.ansible_names = ansible.ansible_names or frozenset()
         self.metrics.ansible_found(ansible)
 
-    def _runs_routes(self, serving: Serving) -> list[runs_api.Route]:
+    def _runs_routes(
+        self, serving: Serving, metrics_auth: MetricsAuth | None
+    ) -> list[runs_api.Route]:
         """The runs API beside /metrics, unless anyone who reaches that port could read it: a
         run's output may show task results, so on an address other than loopback the records
-        are served only behind --metrics-require-rbac (said once, here)."""
+        are served only behind --metrics-require-rbac (said once, here), where a user reads the
+        records of the CRs they may read (runs_access)."""
         at = parse_bind_address(serving.metrics_bind_address)
         if at is None:
             return []
@@ -337,6 +339,8 @@ class Operator:
             )
             log.warning(why)
             return [("/runs{rest:.*}", runs_api.not_served(why))]
+        if metrics_auth is not None:
+            runs_access.scoped(metrics_auth, self.discovery)
         return runs_api.routes(self.history)
 
     def _report_warm_patches(self, runner: WarmRunner) -> None:

@@ -108,7 +108,10 @@ class MetricsAuth:
     ) -> None:
         self._client = client
         self._users: TTLCache[str, Authentication] = TTLCache(clock=clock)
-        self._decisions: TTLCache[tuple[User, str, str], Decision] = TTLCache(clock=clock)
+        self._decisions: TTLCache[tuple[User, tuple[str, ...]], Decision] = TTLCache(clock=clock)
+        # Whether a request its path's review denied may go on as its user, who the handler then
+        # checks itself (the run records: runtime.runs_access); None: never.
+        self.scoped: Callable[[web.Request, User], bool] | None = None
 
     async def _create(self, path: str, review: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -136,14 +139,31 @@ class MetricsAuth:
         return user
 
     async def authorize(self, user: User, verb: str, path: str) -> Decision:
-        cached = self._decisions.get((user, verb, path))
+        """May `user` `verb` the non-resource URL `path`?"""
+        return await self._review(user, {"nonResourceAttributes": {"path": path, "verb": verb}})
+
+    async def authorize_resource(
+        self,
+        user: User,
+        verb: str,
+        group: str,
+        version: str,
+        resource: str,
+        namespace: str,
+        name: str = "",
+    ) -> Decision:
+        """May `user` `verb` the resource (a kind's plural) in `namespace` ("" for all), or the
+        object `name` of it?"""
+        attributes = {"verb": verb, "group": group, "version": version, "resource": resource,
+                      "namespace": namespace, "name": name}  # fmt: skip
+        return await self._review(user, {"resourceAttributes": attributes})
+
+    async def _review(self, user: User, attributes: dict[str, Any]) -> Decision:
+        key = (user, tuple(f"{k}={v}" for what in attributes.values() for k, v in what.items()))
+        cached = self._decisions.get(key)
         if cached is not None:
             return cached
-        spec: dict[str, Any] = {
-            "user": user.name,
-            "groups": list(user.groups),
-            "nonResourceAttributes": {"path": path, "verb": verb},
-        }
+        spec: dict[str, Any] = {"user": user.name, "groups": list(user.groups), **attributes}
         if user.uid:
             spec["uid"] = user.uid
         if user.extra:
@@ -157,9 +177,7 @@ class MetricsAuth:
             },
         )
         decision = Decision(bool(status.get("allowed")), status.get("reason", ""))
-        self._decisions.put(
-            (user, verb, path), decision, ALLOWED_TTL if decision.allowed else DENIED_TTL
-        )
+        self._decisions.put(key, decision, ALLOWED_TTL if decision.allowed else DENIED_TTL)
         return decision
 
     @web.middleware
@@ -182,7 +200,7 @@ class MetricsAuth:
             message = f"Authorization for user {user.name} failed"
             log.error(message, extra={"error": str(err)})
             return web.Response(status=500, text=message + "\n")
-        if not decision.allowed:
+        if not decision.allowed and not (self.scoped and self.scoped(request, user)):
             log.debug("Authorization denied", extra={"user": user.name, "reason": decision.reason})
             return web.Response(status=403, text=f"Authorization denied for user {user.name}\n")
         return await handler(request)

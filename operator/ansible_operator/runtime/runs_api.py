@@ -1,6 +1,7 @@
 """The runs API: the run records (``runs``) as JSON, on the metrics endpoint and behind its
-authentication and authorization (``--metrics-require-rbac``: a token the API server accepts,
-allowed ``get`` on the path as a non-resource URL, as ``/metrics``).
+authentication (``--metrics-require-rbac``: a token the API server accepts); a user allowed
+``get`` on the path as a non-resource URL reads every record, any other the records of the CRs
+they may read (``runs_access``).
 
     GET /runs                                         each kind's CRs with their last run
     GET /runs/{group}/{version}/{kind}                the kind's runs, newest first
@@ -22,26 +23,37 @@ from aiohttp import web
 
 from ansible_operator.runtime import runs_page
 from ansible_operator.runtime.runs import RunHistory
+from ansible_operator.runtime.runs_access import ReadableHistory, access_of
 
 Route = tuple[str, Callable[[web.Request], Awaitable[web.StreamResponse]]]
 NO_NAMESPACE = "_"
 
 
 def routes(history: RunHistory) -> list[Route]:
-    """The GET routes of the API, for the metrics server's application."""
+    """The GET routes of the API, for the metrics server's application; each request reads
+    what its user may (``runs_access``)."""
 
-    async def kinds(_: web.Request) -> web.Response:
-        return _json({"replica": history.replica, "kinds": history.kinds()})
+    def readable(request: web.Request) -> ReadableHistory:
+        return ReadableHistory(history, access_of(request))
+
+    async def kinds(request: web.Request) -> web.Response:
+        return _json({"replica": history.replica, "kinds": await readable(request).kinds()})
 
     async def of_kind(request: web.Request) -> web.Response:
-        found = history.runs(*_gvk(request))
+        found = await readable(request).runs(*_gvk(request))
         return _json({"replica": history.replica, "runs": found})
 
     async def of_resource(request: web.Request) -> web.Response:
+        refused = await _refused(request)
+        if refused is not None:
+            return refused
         found = history.runs(*_gvk(request), *_where(request))
         return _json({"replica": history.replica, "runs": found})
 
     async def one(request: web.Request) -> web.Response:
+        refused = await _refused(request)
+        if refused is not None:
+            return refused
         record = history.record(*_gvk(request), *_where(request), request.match_info["id"])
         if record is None:
             return _json({"error": "no such run on this replica"}, status=404)
@@ -55,6 +67,15 @@ def routes(history: RunHistory) -> list[Route]:
         (base + "/{namespace}/{name}/{id}", one),
         *runs_page.routes(history),
     ]
+
+
+async def _refused(request: web.Request) -> web.Response | None:
+    """403 for one CR's runs when the request's user may not get that CR."""
+    (group, version, kind), (namespace, name) = _gvk(request), _where(request)
+    if await access_of(request).may_get(group, version, kind, namespace, name):
+        return None
+    where = f"{namespace}/{name}" if namespace else name
+    return _json({"error": f"reading the runs of {kind} {where} needs get on it"}, status=403)
 
 
 def not_served(why: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:

@@ -33,6 +33,7 @@ from aiohttp import web
 
 from ansible_operator.core import timeline_layout
 from ansible_operator.runtime.runs import RunHistory
+from ansible_operator.runtime.runs_access import ReadableHistory, access_of
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Route = tuple[str, Handler]
@@ -85,38 +86,42 @@ Sources = Callable[[], AbstractAsyncContextManager[RunsSource]]  # a source for 
 
 
 class HistorySource:
-    """This replica's runs: the operator's own RunHistory."""
+    """This replica's runs: the operator's own RunHistory, as the page's request may read it."""
 
-    def __init__(self, history: RunHistory) -> None:
+    def __init__(self, history: ReadableHistory) -> None:
         self.history = history
 
     @property
     def origin(self) -> Origin:
-        return Origin((self.history.replica,))
+        return Origin((self.history.history.replica,))
 
     async def kinds(self) -> list[dict[str, Any]]:
-        return self.history.kinds()
+        return await self.history.kinds()
 
     async def runs(
         self, group: str, version: str, kind: str, namespace: str, name: str
     ) -> list[dict[str, Any]]:
-        return self.history.runs(group, version, kind, namespace, name)
+        return await self.history.runs(group, version, kind, namespace, name)
 
     async def record(
         self, group: str, version: str, kind: str, namespace: str, name: str, run_id: str
     ) -> dict[str, Any] | None:
-        return self.history.record(group, version, kind, namespace, name, run_id)
+        return await self.history.record(group, version, kind, namespace, name, run_id)
 
 
 def routes(history: RunHistory) -> list[Route]:
     """The page's one GET route, for the metrics server's application."""
-    source = HistorySource(history)
 
-    @contextlib.asynccontextmanager
-    async def this_replica() -> AsyncIterator[RunsSource]:
-        yield source
+    async def page(request: web.Request) -> web.StreamResponse:
+        source = HistorySource(ReadableHistory(history, access_of(request)))
 
-    return [(PATH, handler(this_replica))]
+        @contextlib.asynccontextmanager
+        async def this_replica() -> AsyncIterator[RunsSource]:
+            yield source
+
+        return await handler(this_replica)(request)
+
+    return [(PATH, page)]
 
 
 def handler(sources: Sources) -> Handler:
