@@ -280,3 +280,31 @@ def test_an_unknown_version_is_a_value_error() -> None:
     obj = {"apiVersion": f"{GROUP}/v9", "kind": "Thing", "metadata": {"name": "a"}}
     with pytest.raises(ValueError, match=r"Thing\.example\.com has no version 'v9'"):
         conversion.convert(obj, "v1", KIND)
+
+
+@pytest.mark.parametrize(
+    ("annotation", "why"),
+    [
+        ("{not json", "it is not JSON"),
+        ("[1, 2]", "it is not a JSON object"),
+        ('{"ports[x]": 1}', "'ports[x]' is not a field path"),
+        ('{"secretField": "x"}', "secretField is not a field of this version"),
+        ('{"ports": [{"name": 5}]}', "ports is not a list of object"),
+        ('{"ports": ' + "[" * 5000 + "]" * 5000 + "}", "it is not JSON"),
+    ],
+)
+def test_an_annotation_the_version_cannot_hold_is_ignored_not_a_failed_conversion(
+    annotation: str, why: str
+) -> None:
+    """Anyone who may edit the CR can write the annotation: it may not fail the conversion of
+    every list of the kind, nor store what the schema forbids."""
+    nginx = _nginx()
+    new = {"apiVersion": "operator.example.com/v1alpha2", "kind": "NginxOperator",
+           "metadata": {"name": "a", "annotations": {ANNOTATION_PREFIX + "v1alpha2": annotation}},
+           "spec": {"replicas": 1, "ports": [{"containerPort": 80, "protocol": "TCP"}]}}  # fmt: skip
+    old = conversion.convert(new, "v1alpha1", nginx)
+    ignored: list[str] = []
+    back = conversion.convert(old, "v1alpha2", nginx, ignored)
+    assert back["spec"] == {"replicas": 1, "ports": [{"containerPort": 80, "protocol": "TCP"}]}
+    assert "annotations" not in back["metadata"]
+    assert ignored == [f"the annotation {ANNOTATION_PREFIX}v1alpha2 is ignored: {why}"]

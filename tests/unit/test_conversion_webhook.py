@@ -104,15 +104,15 @@ def test_what_is_not_shaped_as_a_review_is_malformed(review: Any) -> None:
         review_response(review, {})
 
 
-def serve(body: bytes) -> tuple[int, str, CollectorRegistry]:
-    """`body` POSTed to a webhook's /convert (its handler, served plain by aiohttp's test
-    server: TLS and the CRDs are the e2e tests'); the status, the text and the metrics."""
+def serve(*bodies: bytes, client: Any = None) -> tuple[int, str, CollectorRegistry]:
+    """Each body POSTed to a webhook's /convert (its handler, served plain by aiohttp's test
+    server: TLS and the CRDs are the e2e tests'); the last status and text, and the metrics."""
     conversion = load_conversion(_nginx_watch(), ROOT / "roles/nginx")
     assert conversion is not None
     registry = CollectorRegistry()
     webhook = ConversionWebhook(
         [conversion],
-        client=None,  # type: ignore[arg-type]  # the handler does not call the API server
+        client=client,  # only for Events: the handler does not call the API server otherwise
         bind_address="127.0.0.1:0",
         cert_dir="",
         registry=registry,
@@ -122,7 +122,8 @@ def serve(body: bytes) -> tuple[int, str, CollectorRegistry]:
         app = web.Application(client_max_size=MAX_REVIEW_BYTES)
         app.router.add_post("/convert", webhook._convert)
         async with TestClient(TestServer(app)) as http:
-            resp = await http.post("/convert", data=body)
+            for body in bodies:
+                resp = await http.post("/convert", data=body)
             return resp.status, await resp.text()
 
     status, text = asyncio.run(post())
@@ -163,6 +164,42 @@ def test_the_metrics_labels_are_the_watched_kinds_whatever_the_request_names() -
     status, text, registry = serve(json.dumps(review).encode())
     assert status == 200 and json.loads(text)["response"]["result"]["status"] == "Failure"
     assert samples(registry, "ansible_operator_conversion_reviews_total") == {("", "Failure"): 1.0}
+
+
+class Recorder:
+    """What the webhook asks of the API server."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, Any]] = []
+
+    async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
+        self.requests.append((method, path, body))
+        return {}
+
+
+def test_an_annotation_the_version_cannot_hold_is_reported_once_and_converts(caplog) -> None:
+    obj = {"apiVersion": "operator.example.com/v1alpha1", "kind": "NginxOperator",
+           "metadata": {"name": "web", "namespace": "shop", "uid": "u1", "resourceVersion": "7",
+                        "annotations": {"conversion.ansible-operator.io/v1alpha2": "{bad"}},
+           "spec": {"port": 80}}  # fmt: skip
+    review = {"request": {"uid": "1", "desiredAPIVersion": "operator.example.com/v1alpha2",
+                          "objects": [obj]}}  # fmt: skip
+    api = Recorder()
+    status, text, _ = serve(json.dumps(review).encode(), json.dumps(review).encode(), client=api)
+    answer = json.loads(text)["response"]
+    assert status == 200 and answer["result"] == {"status": "Success"}
+    assert answer["convertedObjects"][0]["spec"]["ports"][0]["containerPort"] == 80
+    why = "the annotation conversion.ansible-operator.io/v1alpha2 is ignored: it is not JSON"
+    ((method, path, event),) = api.requests  # two reviews of one version: one Event
+    assert (method, path) == ("POST", "/api/v1/namespaces/shop/events")
+    assert (event["reason"], event["message"], event["involvedObject"]["uid"]) == (
+        "ConversionAnnotationIgnored",
+        why,
+        "u1",
+    )
+    assert [r.message for r in caplog.records if "is ignored" in r.message] == [
+        f"Conversion of NginxOperator shop/web: {why}"
+    ]
 
 
 def test_a_handler_that_raises_is_a_500_counted_as_upstreams_panics(monkeypatch, caplog) -> None:

@@ -376,8 +376,16 @@ def _check_unmapped(
 _MISSING = object()
 
 
-def convert(obj: Mapping[str, Any], to_version: str, conversion: KindConversion) -> dict[str, Any]:
-    """`obj` (of any served version of the kind) as `to_version`, through the hub."""
+def convert(
+    obj: Mapping[str, Any],
+    to_version: str,
+    conversion: KindConversion,
+    ignored: list[str] | None = None,
+) -> dict[str, Any]:
+    """`obj` (of any served version of the kind) as `to_version`, through the hub. A conversion
+    annotation that the version it restores cannot hold is left out, why added to `ignored`:
+    anyone who may edit the CR can write one, and it must not fail the conversion of every list
+    of the kind, nor store a value the schema forbids."""
     api_version = str(obj.get("apiVersion", ""))
     from_version = api_version.rpartition("/")[2]
     for version in (from_version, to_version):
@@ -385,15 +393,22 @@ def convert(obj: Mapping[str, Any], to_version: str, conversion: KindConversion)
             raise ValueError(f"{conversion.kind}.{conversion.group} has no version {version!r}")
     out = copy.deepcopy(dict(obj))
     if from_version != conversion.hub:
-        out = _step(out, conversion.spokes[from_version], to_hub=True, conversion=conversion)
+        spoke = conversion.spokes[from_version]
+        out = _step(out, spoke, to_hub=True, conversion=conversion, ignored=ignored)
     if to_version != conversion.hub:
-        out = _step(out, conversion.spokes[to_version], to_hub=False, conversion=conversion)
+        spoke = conversion.spokes[to_version]
+        out = _step(out, spoke, to_hub=False, conversion=conversion, ignored=ignored)
     out["apiVersion"] = f"{conversion.group}/{to_version}"
     return out
 
 
 def _step(
-    out: dict[str, Any], spoke: Spoke, *, to_hub: bool, conversion: KindConversion
+    out: dict[str, Any],
+    spoke: Spoke,
+    *,
+    to_hub: bool,
+    conversion: KindConversion,
+    ignored: list[str] | None,
 ) -> dict[str, Any]:
     source, target = (spoke.version, conversion.hub) if to_hub else (conversion.hub, spoke.version)
     target_shape = conversion.hub_shape if to_hub else spoke.shape
@@ -427,9 +442,11 @@ def _step(
         _prune(spec, path.steps)
     # 2. what the target kept when it was converted away, then the mapped values, then defaults
     absent = set()
-    restored = annotations.pop(ANNOTATION_PREFIX + target, None)
-    for text, value in (json.loads(restored) if restored else {}).items():
-        steps = parse_path(text, where="annotation").steps
+    name = ANNOTATION_PREFIX + target
+    restored, problem = _restorable(annotations.pop(name, None), target_shape)
+    if problem and ignored is not None:
+        ignored.append(f"the annotation {name} is ignored: {problem}")
+    for text, (steps, value) in restored.items():
         if value is None:
             absent.add(text)
         else:
@@ -454,6 +471,35 @@ def _step(
     if spec or had_spec:
         out["spec"] = spec
     return out
+
+
+def _restorable(
+    text: str | None, shape: Shape
+) -> tuple[dict[str, tuple[tuple[str | int, ...], Any]], str]:
+    """The fields a conversion annotation restores (path: its steps and value, None for absent),
+    each checked against `shape`, the version it restores into; nothing and why when one fails,
+    since the annotation may not be the operator's."""
+    if text is None:
+        return {}, ""
+    try:
+        fields = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}, "it is not JSON"
+    if not isinstance(fields, dict):
+        return {}, "it is not a JSON object"
+    restored = {}
+    for path, value in fields.items():
+        try:
+            steps = tuple(parse_path(path, where="annotation").steps)
+        except ConversionError:
+            return {}, f"{str(path)[:100]!r} is not a field path"
+        at = _shape_at(shape, steps)
+        if at is None:
+            return {}, f"{path} is not a field of this version"
+        if value is not None and not _fits(value, at):
+            return {}, f"{path} is not a {at.describe()}"
+        restored[path] = (steps, value)
+    return restored, ""
 
 
 def _get(value: Any, steps: Sequence[str | int]) -> Any:

@@ -36,6 +36,7 @@ from ansible_operator.kube import ApiError, KubeClient, Unreachable
 from ansible_operator.role_api import RoleApiError, load_conversion
 from ansible_operator.runtime.metrics import is_loopback, parse_bind_address
 from ansible_operator.runtime.metrics_tls import CERT_NAME, KEY_NAME, self_signed_pair
+from ansible_operator.runtime.recorder import EventRecorder
 
 log = logging.getLogger("conversion")
 
@@ -52,6 +53,10 @@ SERVICE_ANNOTATION = "conversion.ansible-operator.io/service"  # what a loopback
 MAX_REVIEW_BYTES = 16 * 2**20
 
 
+ANNOTATION_IGNORED = "ConversionAnnotationIgnored"  # the Event's reason
+REPORTED_SIZE = 10_000  # objects whose ignored annotation was reported, kept to report once
+
+
 class WebhookError(Exception):
     """The webhook cannot start; one line."""
 
@@ -65,10 +70,16 @@ def default_cert_dir() -> Path:
     return Path(tempfile.gettempdir()) / "k8s-webhook-server" / "serving-certs"
 
 
-def review_response(review: Any, conversions: Mapping[tuple[str, str], KindConversion]) -> dict:
+def review_response(
+    review: Any,
+    conversions: Mapping[tuple[str, str], KindConversion],
+    ignored: list[tuple[dict[str, Any], str]] | None = None,
+) -> dict:
     """The ConversionReview answering `review`: every object converted, or a Failure saying
     why (the API server then fails the request that needed it, with that message).
-    MalformedReview when `review` is not shaped as the API server sends one."""
+    MalformedReview when `review` is not shaped as the API server sends one. A conversion
+    annotation an object's version cannot hold is left out, and the object and why added to
+    `ignored`."""
     request = review.get("request") if isinstance(review, dict) else None
     if not isinstance(request, dict):
         raise MalformedReview("no request")
@@ -86,7 +97,10 @@ def review_response(review: Any, conversions: Mapping[tuple[str, str], KindConve
             conversion = conversions.get((group, obj["kind"]))
             if conversion is None:
                 raise ValueError(f"{obj['kind']}.{group} has no conversion here")
-            converted.append(convert(obj, version, conversion))
+            notes: list[str] = []
+            converted.append(convert(obj, version, conversion, notes))
+            if ignored is not None:
+                ignored += [(obj, note) for note in notes]
     except ValueError as err:
         result: dict[str, Any] = {"status": "Failure", "message": str(err)}
         response: dict[str, Any] = {"uid": uid, "result": result}
@@ -127,6 +141,8 @@ class ConversionWebhook:
         self._crd_names: list[str] = []
         self._source = ""
         self._one_review = asyncio.Semaphore(1)
+        self._events = EventRecorder(client, clock=lambda: datetime.datetime.now(datetime.UTC))
+        self._reported: set[tuple[str, str, str]] = set()
         self.reviews = Counter(
             "ansible_operator_conversion_reviews",
             "ConversionReviews answered, by kind and result (Success or Failure).",
@@ -395,6 +411,8 @@ class ConversionWebhook:
                 self.panics.inc()
                 log.exception("Conversion webhook: a request's handling raised")
                 return web.Response(status=500, text="internal error")
+        for obj, note in outcome["ignored"]:
+            await self._report_ignored(obj, note)
         result = outcome["response"]["result"]
         for kind in outcome["kinds"] or {""}:
             self.reviews.labels(kind, result["status"]).inc()
@@ -407,13 +425,30 @@ class ConversionWebhook:
         """The answer to `body` as JSON, with what the metrics need of it: its response and the
         watched kinds it names ("" for any other)."""
         review = json.loads(body)
-        answer = review_response(review, self.conversions)
+        ignored: list[tuple[dict[str, Any], str]] = []
+        answer = review_response(review, self.conversions, ignored)
         group = review["request"]["desiredAPIVersion"].rpartition("/")[0]
         kinds = {
             obj["kind"] if (group, obj["kind"]) in self.conversions else ""
             for obj in review["request"]["objects"]
         }
-        return {"response": answer["response"], "kinds": kinds}, json.dumps(answer).encode()
+        outcome = {"response": answer["response"], "kinds": kinds, "ignored": ignored}
+        return outcome, json.dumps(answer).encode()
+
+    async def _report_ignored(self, obj: dict[str, Any], note: str) -> None:
+        """A log line and a Warning Event on the object, once per version of it: the API server
+        converts the same object at each read."""
+        meta = obj.get("metadata") or {}
+        seen = (str(meta.get("uid")), str(meta.get("resourceVersion")), note)
+        if seen in self._reported:
+            return
+        if len(self._reported) >= REPORTED_SIZE:
+            self._reported.clear()
+        self._reported.add(seen)
+        where = f"{meta.get('namespace') or ''}/{meta.get('name')}".lstrip("/")
+        log.warning(f"Conversion of {obj.get('kind')} {where}: {note}")
+        if isinstance(meta.get("name"), str):
+            await self._events.post(obj, type_="Warning", reason=ANNOTATION_IGNORED, message=note)
 
 
 def _pair_of(secret: Mapping[str, Any] | None) -> tuple[bytes, bytes] | None:
