@@ -19,6 +19,7 @@ Needs root, for a memory cgroup (cgroup v1 here, v2 too).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import tempfile
 import threading
@@ -31,8 +32,8 @@ from kubernetes import client, config
 from tests.e2e import crds
 
 from ansible_operator.core.extravars import MAX_SPEC_BYTES, MAX_SPEC_NODES
-from bench import processes
 from ansible_operator.dev import launcher
+from bench import processes
 
 REPO = Path(__file__).resolve().parents[1]
 ROLE = REPO / "bench/roles/trivial"
@@ -41,7 +42,7 @@ CGROUPS = (Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup"))  # v1, v2
 
 
 def wide_spec() -> dict:
-    """"items" and MAX_SPEC_NODES - 1 strings: at the key limit, and just under 1 MiB as JSON."""
+    """`items` and MAX_SPEC_NODES - 1 strings: at the key limit, and just under 1 MiB as JSON."""
     items = MAX_SPEC_NODES - 1
     length = (MAX_SPEC_BYTES - 64) // items - 3  # each item "…", in JSON
     return {"items": ["x" * length] * items}
@@ -72,22 +73,19 @@ class Cgroup:
 
     def join(self, pids: list[int]) -> None:
         for pid in pids:
-            try:
+            with contextlib.suppress(OSError):  # gone meanwhile
                 (self.path / "cgroup.procs").write_text(str(pid))
-            except OSError:
-                pass  # gone meanwhile
         (self.path / ("memory.max_usage_in_bytes" if self.v1 else "memory.peak")).write_text("0")
 
     def peak_mib(self) -> float:
         name = "memory.max_usage_in_bytes" if self.v1 else "memory.peak"
         return int((self.path / name).read_text()) / 2**20
 
-    def remove(self, parent_pid: int) -> None:
+    def remove(self) -> None:
+        """Its processes back in the parent cgroup (any left), then it."""
         for pid in (self.path / "cgroup.procs").read_text().split():
-            try:
+            with contextlib.suppress(OSError):
                 (self.path.parent / "cgroup.procs").write_text(pid)
-            except OSError:
-                pass
         self.path.rmdir()
 
 
@@ -101,7 +99,7 @@ def one_case(kubeconfig: Path, runner: str, name: str, work: Path) -> str:
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     crds.install_crds(api, [crds.kind_crd(KIND)])
     namespace = f"bench-{uuid.uuid4().hex[:8]}"
-    core.create_namespace({"metadata": {"name": namespace}})
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
     workdir = work / namespace
     workdir.mkdir()
     watches = [{"group": crds.GROUP, "version": crds.VERSION, "kind": KIND, "role": str(ROLE)}]
@@ -134,12 +132,15 @@ def one_case(kubeconfig: Path, runner: str, name: str, work: Path) -> str:
         for n in range(3):
             body = {"apiVersion": f"{crds.GROUP}/{crds.VERSION}", "kind": KIND,
                     "metadata": {"name": f"cr-{n}"}, "spec": spec}  # fmt: skip
-            custom.create_namespaced_custom_object(crds.GROUP, crds.VERSION, namespace, PLURAL, body)
+            custom.create_namespaced_custom_object(
+                crds.GROUP, crds.VERSION, namespace, PLURAL, body
+            )
         deadline = time.monotonic() + 600
         while True:
-            items = custom.list_namespaced_custom_object(
+            listed: dict = custom.list_namespaced_custom_object(  # type: ignore[assignment]
                 crds.GROUP, crds.VERSION, namespace, PLURAL
-            )["items"]
+            )
+            items = listed["items"]
             if sum(map(successful, items)) == 3:
                 break
             if time.monotonic() > deadline:
@@ -151,7 +152,7 @@ def one_case(kubeconfig: Path, runner: str, name: str, work: Path) -> str:
     finally:
         done.set()
         operator.stop()
-        cgroup.remove(os.getpid())
+        cgroup.remove()
         core.delete_namespace(namespace)
 
 
