@@ -79,7 +79,7 @@ lint: $(OPERATOR_DEPS)  ## ruff, mypy, layers, CRDs, Dockerfile, yamllint, ansib
 	$(BIN)/ruff format --check operator tests bench
 	$(BIN)/mypy
 	$(BIN)/mypy bench/operator_bench.py bench/figures.py bench/plot.py bench/processes.py \
-		bench/warm_run_costs.py bench/spec_limits_memory.py bench/exit_report/sitecustomize.py
+		bench/warm_run_costs.py bench/spec_limits_memory.py bench/launch.py bench/exit_report/sitecustomize.py
 	cd operator && ../$(BIN)/lint-imports --config ../pyproject.toml  # layers import only downward
 	$(BIN)/python tests/public_names.py  # other layers only through the names their __init__ lists
 	MYPYPATH=operator $(BIN)/mypy --explicit-package-bases --namespace-packages \

@@ -22,12 +22,12 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-import yaml
 from kubernetes import client, config
 from prometheus_client.parser import text_string_to_metric_families
 from tests.e2e import crds
 
 from ansible_operator.dev import launcher
+from bench.launch import start_operator
 
 REPO = Path(__file__).resolve().parents[1]
 ROLE = REPO / "tests/e2e/roles/shard_journal"
@@ -67,25 +67,17 @@ def one_case(kubeconfig: Path, replicas: int, crs: int, work: Path) -> str:
     started: list[launcher.OperatorProcess] = []
     try:
         for i in range(replicas):
+            args = [
+                "--max-concurrent-reconciles=2",
+                "--shards=auto",
+                f"--leader-election-id=bench-{namespace}",
+                f"--leader-election-namespace={namespace}",
+            ]
             workdir = work / f"r{replicas}-{i}"
-            workdir.mkdir()
-            watches = [{"group": GROUP, "version": VERSION, "kind": KIND, "role": str(ROLE)}]
-            (workdir / "watches.yaml").write_text(yaml.safe_dump(watches))
-            cfg = launcher.LaunchConfig(
-                workdir=workdir,
-                project=REPO,
-                kubeconfig=kubeconfig,
-                namespaces=[namespace],
-                log=workdir / "operator.log",
-                args=[
-                    "--max-concurrent-reconciles=2",
-                    "--shards=auto",
-                    f"--leader-election-id=bench-{namespace}",
-                    f"--leader-election-namespace={namespace}",
-                ],
-                env={"REPLICA": str(i)},
+            operator = start_operator(
+                workdir, kubeconfig, namespace, KIND, ROLE, args, env={"REPLICA": str(i)}
             )
-            started.append(launcher.start(cfg, ready=True))
+            started.append(operator)
         urls = [p.metrics_url for p in started]
         assert all(urls)
         wait(

@@ -27,13 +27,12 @@ import time
 import uuid
 from pathlib import Path
 
-import yaml
 from kubernetes import client, config
 from tests.e2e import crds
 
 from ansible_operator.core.extravars import MAX_SPEC_BYTES, MAX_SPEC_NODES
-from ansible_operator.dev import launcher
 from bench import processes
+from bench.launch import start_operator
 
 REPO = Path(__file__).resolve().parents[1]
 ROLE = REPO / "bench/roles/trivial"
@@ -100,19 +99,8 @@ def one_case(kubeconfig: Path, runner: str, name: str, work: Path) -> str:
     crds.install_crds(api, [crds.kind_crd(KIND)])
     namespace = f"bench-{uuid.uuid4().hex[:8]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
-    workdir = work / namespace
-    workdir.mkdir()
-    watches = [{"group": crds.GROUP, "version": crds.VERSION, "kind": KIND, "role": str(ROLE)}]
-    (workdir / "watches.yaml").write_text(yaml.safe_dump(watches))
-    cfg = launcher.LaunchConfig(
-        workdir=workdir,
-        project=REPO,
-        kubeconfig=kubeconfig,
-        namespaces=[namespace],
-        log=workdir / "operator.log",
-        args=["--max-concurrent-reconciles=3", f"--runner={runner}"],
-    )
-    operator = launcher.start(cfg, ready=True)
+    args = ["--max-concurrent-reconciles=3", f"--runner={runner}"]
+    operator = start_operator(work / namespace, kubeconfig, namespace, KIND, ROLE, args)
     cgroup = Cgroup()
     peak_pss = 0.0
     done = threading.Event()
