@@ -164,8 +164,8 @@ def last_run(url: str, namespace: str, name: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("runner", ["warm", "cold"])
 def test_a_reconcile_is_exported_as_a_span_tree(
-    operator, crs, namespace, steppers, receiver, runner
-):
+    receiver, operator, crs, namespace, steppers, runner
+):  # the receiver first, so that it stops last: the operator's last export finds it
     url = start(
         operator,
         {
