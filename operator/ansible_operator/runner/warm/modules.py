@@ -69,15 +69,21 @@ def in_process_command(cmd: str | bytes, python: str) -> dict[str, str] | None:
 
 def same_python(interpreter: str, python: str) -> bool:
     """Whether `interpreter` is `python`: the same file, in the same directory (a venv's python3
-    beside its python, not another venv's)."""
+    beside its python, not another venv's; a directory reached through a link is itself: the
+    `.venv` link to `.venv-py3.12`)."""
     if not os.path.isabs(interpreter):
         return False
-    if os.path.dirname(os.path.abspath(interpreter)) != os.path.dirname(os.path.abspath(python)):
+    if _directory(interpreter) != _directory(python):
         return False
     try:
         return os.path.samefile(interpreter, python)
     except OSError:
         return False
+
+
+def _directory(executable: str) -> str:
+    """The real directory of `executable` (the file itself may be a link: a venv's python is)."""
+    return os.path.realpath(os.path.dirname(os.path.abspath(executable)))
 
 
 def run_payload(payload: bytes, assignments: dict[str, str]) -> tuple[int, bytes, bytes]:
