@@ -133,11 +133,13 @@ $(VENV)-ansible-core-%/.installed: pyproject.toml $(STAMP)
 # modules marked `long` first). 1 runs them in pytest's own process, one at a time. The unit
 # tests take 1 min 42 s on 2 workers here; the runner tests (RUNNER_WORKERS, also the per-core
 # stages) wait on their processes as much as they compute, and took half the time on 2 workers
-# as on one (docs/contributing.md). The e2e layer is CPU-bound on 2 cores: 3 and 4 workers took
-# as long as one, so it is 1 here; on a bigger machine, `make e2e E2E_WORKERS=4`.
+# as on one (docs/contributing.md). The e2e layer was CPU-bound while every Python process
+# compiled its modules (3 and 4 workers took as long as one); with bytecode its tests mostly wait
+# (faults, leases, runs), and 2 workers took 18 min 21 s where one took 25 min 53 s. On a bigger
+# machine, `make e2e E2E_WORKERS=4`.
 UNIT_WORKERS ?= 2
 RUNNER_WORKERS ?= 2
-E2E_WORKERS ?= 1
+E2E_WORKERS ?= 2
 workers = $(if $(filter 1,$1),-p no:xdist,-n $1 --dist loadfile)
 
 .SECONDEXPANSION:

@@ -644,7 +644,7 @@ def test_runs_ui_merges_every_replica_in_chromium(
     reader's token, where a browser at the operator's own page gets 401."""
     from selenium.webdriver.common.by import By
 
-    reader, _ = readers
+    reader, *_ = readers
     url_a = start(operator)
     with fresh_namespace(cluster) as other:
         second = Operator(tmp_path / "second", cluster.kubeconfig, [other])
