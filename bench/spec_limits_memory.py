@@ -151,7 +151,8 @@ def main() -> None:
     parser.add_argument("--runner", choices=["warm", "cold"], default="warm")
     args = parser.parse_args()
     print(f"runner: {args.runner}\n")
-    print("| case | PSS idle (MiB) | PSS peak (MiB) | cgroup: peak growth (MiB) |\n|---|---|---|---|")
+    print("| case | PSS idle (MiB) | PSS peak (MiB) | cgroup: peak growth (MiB) |")
+    print("|---|---|---|---|")
     with tempfile.TemporaryDirectory() as work:
         for name in CASES:
             print(one_case(args.kubeconfig, args.runner, name, Path(work)), flush=True)

@@ -1,7 +1,8 @@
 """The spec is data, through the operator on the cluster, on both runners: a tenant's hostile CRs
 (templates in keys and values, ansible-core's serialization markers, in spec and annotations, on
 a CRD that keeps unknown fields; specs past what a run may cost) reach the role as written or are
-refused naming the field or the limit, no command runs, and the other CRs of the kind are reconciled all the while.
+refused naming the field or the limit, no command runs, and the other CRs of the kind are
+reconciled all the while.
 """
 
 from __future__ import annotations

@@ -299,9 +299,11 @@ def test_an_annotation_the_version_cannot_hold_is_ignored_not_a_failed_conversio
     """Anyone who may edit the CR can write the annotation: it may not fail the conversion of
     every list of the kind, nor store what the schema forbids."""
     nginx = _nginx()
+    annotations = {ANNOTATION_PREFIX + "v1alpha2": annotation}
     new = {"apiVersion": "operator.example.com/v1alpha2", "kind": "NginxOperator",
-           "metadata": {"name": "a", "annotations": {ANNOTATION_PREFIX + "v1alpha2": annotation}},
-           "spec": {"replicas": 1, "ports": [{"containerPort": 80, "protocol": "TCP"}]}}  # fmt: skip
+           "metadata": {"name": "a", "annotations": annotations},
+           "spec": {"replicas": 1, "ports": [{"containerPort": 80, "protocol": "TCP"}]},
+           }  # fmt: skip
     old = conversion.convert(new, "v1alpha1", nginx)
     ignored: list[str] = []
     back = conversion.convert(old, "v1alpha2", nginx, ignored)
