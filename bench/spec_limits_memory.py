@@ -101,18 +101,23 @@ def one_case(kubeconfig: Path, runner: str, name: str, work: Path) -> str:
     namespace = f"bench-{uuid.uuid4().hex[:8]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
     args = ["--max-concurrent-reconciles=3", f"--runner={runner}"]
-    operator = start_operator(work / namespace, kubeconfig, namespace, KIND, ROLE, args)
-    cgroup = Cgroup()
     peak_pss = 0.0
     done = threading.Event()
+    with contextlib.ExitStack() as cleanup:  # in reverse: nothing left, whatever failed
+        cleanup.callback(core.delete_namespace, namespace)
+        cgroup = Cgroup()
+        cleanup.callback(cgroup.remove)
+        operator = start_operator(work / namespace, kubeconfig, namespace, KIND, ROLE, args)
+        cleanup.callback(operator.stop)
+        cleanup.callback(done.set)
 
-    def sample() -> None:
-        nonlocal peak_pss
-        while not done.is_set():
-            peak_pss = max(peak_pss, processes.memory_mib(processes.tree(operator.proc.pid))[1])
-            time.sleep(0.05)
+        def sample() -> None:
+            nonlocal peak_pss
+            while not done.is_set():
+                pss = processes.memory_mib(processes.tree(operator.proc.pid))[1]
+                peak_pss = max(peak_pss, pss)
+                time.sleep(0.05)
 
-    try:
         cgroup.join(processes.tree(operator.proc.pid))
         idle_pss = processes.memory_mib(processes.tree(operator.proc.pid))[1]
         sampler = threading.Thread(target=sample, daemon=True)
@@ -129,20 +134,15 @@ def one_case(kubeconfig: Path, runner: str, name: str, work: Path) -> str:
             listed: dict = custom.list_namespaced_custom_object(  # type: ignore[assignment]
                 crds.GROUP, crds.VERSION, namespace, PLURAL
             )
-            items = listed["items"]
-            if sum(map(successful, items)) == 3:
+            if sum(map(successful, listed["items"])) == 3:
                 break
             if time.monotonic() > deadline:
                 raise SystemExit(f"{name}: not every CR Successful within 600 s")
             time.sleep(0.5)
         done.set()
         sampler.join()
-        return f"| {name} | {idle_pss:.0f} | {peak_pss:.0f} | {cgroup.peak_mib():.0f} |"
-    finally:
-        done.set()
-        operator.stop()
-        cgroup.remove()
-        core.delete_namespace(namespace)
+        row = f"| {name} | {idle_pss:.0f} | {peak_pss:.0f} | {cgroup.peak_mib():.0f} |"
+    return row
 
 
 def main() -> None:
