@@ -97,12 +97,13 @@ class RunSession:
         namespace, name = meta.get("namespace") or "", meta["name"]
         annotations = meta.get("annotations") or {}
         gvk = self.watch.gvk
-        run_verbosity, note = verbosity(annotations, self.settings.ansible_verbosity_for(gvk))
+        own_verbosity = self.settings.ansible_verbosity_for(gvk)
+        run_verbosity, note = verbosity(annotations, own_verbosity)
         if note:
             log.error(note)
         annotated = VERBOSITY_ANNOTATION in annotations
         if annotated:
-            run_verbosity = self._capped(run_verbosity, namespace, name)
+            run_verbosity = self._capped(run_verbosity, own_verbosity, namespace, name)
         rotate, note = max_runner_artifacts(annotations, self.watch.max_runner_artifacts)
         if note:
             log.error(note)
@@ -156,13 +157,11 @@ class RunSession:
         self._log_result(result, ident=ident, namespace=namespace, name=name)
         return result
 
-    def _capped(self, requested: int, namespace: str, name: str) -> int:
+    def _capped(self, requested: int, own: int, namespace: str, name: str) -> int:
         """The verbosity a CR's annotation asked for, at most the watch's `maxVerbosity` (by
         default its own verbosity): how much of a run's output is kept is not the CR author's
         to decide. Said once, the first time it caps."""
-        cap = self.watch.max_verbosity
-        if cap is None:
-            cap = self.settings.ansible_verbosity_for(self.watch.gvk)
+        cap = own if self.watch.max_verbosity is None else self.watch.max_verbosity
         if requested <= cap:
             return requested
         if not self._cap_said:
