@@ -3,6 +3,7 @@ and the commands' user errors (one line, exit code 1, nothing left running)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -29,6 +30,14 @@ print(f"fake molecule {{name}} K8S_AUTH_KUBECONFIG={{os.environ['K8S_AUTH_KUBECO
       flush=True)
 if name == os.environ.get("FAKE_SLEEP"):
     time.sleep(600)
+if os.environ.get("FAKE_ALONE"):  # fails when another scenario is on this cluster now
+    busy = os.environ["K8S_AUTH_KUBECONFIG"] + ".busy"
+    try:
+        os.close(os.open(busy, os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        sys.exit(f"{{name}}: another scenario is on this cluster")
+    time.sleep(0.2)
+    os.unlink(busy)
 sys.exit(1 if name == os.environ.get("FAKE_FAIL") else 0)
 """
 
@@ -124,6 +133,29 @@ def test_parallel_scenarios_that_pass_leave_no_output_files(tmp_path, fake_molec
     lines = capfd.readouterr().out.splitlines()
     assert not Path(lines[0].rsplit(" ", 1)[1]).exists()
     assert lines[-1] == "[molecule] passed: a b"
+
+
+def test_parallel_scenarios_each_get_a_private_cluster_of_their_own(
+    tmp_path, fake_molecule, capfd, monkeypatch
+):
+    started: list[Path] = []
+
+    @contextlib.contextmanager
+    def private_cluster():
+        kubeconfig = tmp_path / f"cluster-{len(started)}.kubeconfig"
+        started.append(kubeconfig)
+        yield kubeconfig
+
+    monkeypatch.setattr(molecule, "_private_cluster", private_cluster)
+    project = project_with(tmp_path, "a", "b", "c", "d", "e")
+    assert molecule.run(project, [], 2, {**fake_molecule, "FAKE_ALONE": "1"}) == 0
+    out = capfd.readouterr().out
+    assert len(started) == 2, "one cluster per job"
+    assert out.splitlines()[-1] == "[molecule] passed: a b c d e"
+    # One scenario: one cluster whatever --jobs says.
+    started.clear()
+    assert molecule.run(project, ["a"], 4, fake_molecule) == 0
+    assert len(started) == 1
 
 
 def dev(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None):

@@ -1,10 +1,11 @@
 """``ansible-operator dev molecule`` (``make molecule``): the project's molecule scenarios on a
 local cluster.
 
-A private cluster for the whole command, started and stopped here, unless
-``ANSIBLE_OPERATOR_TEST_KUBECONFIG`` names one that is already running. One scenario (or
-``--jobs 1``) streams its output; several run ``--jobs`` at a time, each one's output in a file
-that is printed when it fails and kept when any fails. Each scenario gets a line with its time.
+A private cluster for each of the ``--jobs`` run at once, started and stopped here, so that
+scenarios sharing a CRD cannot disturb each other; unless ``ANSIBLE_OPERATOR_TEST_KUBECONFIG``
+names one that is already running, which they all share. One scenario (or ``--jobs 1``) streams
+its output; several run ``--jobs`` at a time, each one's output in a file that is printed when
+it fails and kept when any fails. Each scenario gets a line with its time.
 Every molecule runs in a process group of its own, so SIGINT or SIGTERM stops them all (a
 stopped scenario counts as failed). Molecule finds ``dev/playbook.py``'s ``ansible-playbook``
 first on its PATH: the scenarios' module tasks and lookups run warm.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import queue
 import shutil
 import signal
 import subprocess
@@ -72,15 +74,21 @@ def environment(caller: Mapping[str, str], kubeconfig: Path, bin_dir: Path) -> d
 
 
 @contextmanager
-def cluster(environ: Mapping[str, str]) -> Iterator[Path]:
-    """The kubeconfig of ``$ANSIBLE_OPERATOR_TEST_KUBECONFIG``, or of a private cluster that is
-    stopped and removed afterwards."""
+def clusters(environ: Mapping[str, str], count: int) -> Iterator[list[Path]]:
+    """``count`` kubeconfigs: ``$ANSIBLE_OPERATOR_TEST_KUBECONFIG``'s each time, or each of a
+    private cluster, stopped and removed afterwards."""
     if environ.get(EXISTING_CLUSTER_ENV):
         kubeconfig = Path(environ[EXISTING_CLUSTER_ENV])
         if not kubeconfig.is_file():
             raise MoleculeError(f"{EXISTING_CLUSTER_ENV}={kubeconfig}: no such kubeconfig file")
-        yield kubeconfig
+        yield [kubeconfig] * count
         return
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(_private_cluster()) for _ in range(count)]
+
+
+@contextmanager
+def _private_cluster() -> Iterator[Path]:
     state = Path(tempfile.mkdtemp(prefix="molecule-cluster."))
     dev = DevCluster(state, progress=lambda m: print(f"[dev-cluster] {m}", file=sys.stderr))
     try:
@@ -100,15 +108,15 @@ class Outcome:
 class Runs:
     """The molecule processes under way, so that a signal can stop every one of them."""
 
-    def __init__(self, project: Path, env: Mapping[str, str]) -> None:
+    def __init__(self, project: Path) -> None:
         self.project = project
-        self.env = dict(env)
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._procs: set[subprocess.Popen[bytes]] = set()
 
-    def test(self, scenario: str, log: Path | None) -> Outcome:
-        """``molecule test`` of one scenario, its output streamed or written to ``log``."""
+    def test(self, scenario: str, env: Mapping[str, str], log: Path | None) -> Outcome:
+        """``molecule test`` of one scenario in ``env``, its output streamed or written to
+        ``log``."""
         started = time.monotonic()
         argv = [str(MOLECULE), "test", "--scenario-name", scenario]
         with contextlib.ExitStack() as files:
@@ -119,7 +127,7 @@ class Runs:
                 proc = subprocess.Popen(
                     argv,
                     cwd=self.project,
-                    env=self.env,
+                    env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=subprocess.STDOUT if out is not None else None,
@@ -147,17 +155,19 @@ def _exited(proc: subprocess.Popen[bytes]) -> bool:
 def run(project: Path, wanted: list[str], jobs: int, environ: Mapping[str, str]) -> int:
     try:
         scenarios = check_scenarios(project, wanted)
+        jobs = max(1, min(jobs, len(scenarios)))
         with (
-            cluster(environ) as kubeconfig,
+            clusters(environ, jobs) as kubeconfigs,
             tempfile.TemporaryDirectory(prefix="molecule-bin.") as bin_dir,
         ):
             playbook.install(Path(bin_dir))
-            runs = Runs(project, environment(environ, kubeconfig, Path(bin_dir)))
+            envs = [environment(environ, kubeconfig, Path(bin_dir)) for kubeconfig in kubeconfigs]
+            runs = Runs(project)
             previous = {
                 sig: signal.signal(sig, _stopper(runs)) for sig in (signal.SIGINT, signal.SIGTERM)
             }
             try:
-                return _run_all(runs, scenarios, jobs)
+                return _run_all(runs, scenarios, envs)
             finally:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
@@ -174,11 +184,12 @@ def _stopper(runs: Runs) -> Callable[[int, FrameType | None], None]:
     return handler
 
 
-def _run_all(runs: Runs, scenarios: list[str], jobs: int) -> int:
-    if len(scenarios) == 1 or jobs <= 1:
+def _run_all(runs: Runs, scenarios: list[str], envs: list[dict[str, str]]) -> int:
+    """Every scenario, as many at a time as there are environments (one per cluster)."""
+    if len(envs) == 1:
         outcomes = []
         for scenario in scenarios:
-            outcome = runs.test(scenario, None)
+            outcome = runs.test(scenario, envs[0], None)
             say(f"{scenario}: {outcome.seconds:.0f} s")
             outcomes.append(outcome)
         failed = [o.scenario for o in outcomes if not o.passed]
@@ -187,18 +198,25 @@ def _run_all(runs: Runs, scenarios: list[str], jobs: int) -> int:
             return 1
     else:
         logs = Path(tempfile.mkdtemp(prefix="molecule-logs."))
-        say(f"{' '.join(scenarios)}, {jobs} at a time; output in {logs}")
+        say(f"{' '.join(scenarios)}, {len(envs)} at a time; output in {logs}")
+        free: queue.SimpleQueue[dict[str, str]] = queue.SimpleQueue()
+        for env in envs:
+            free.put(env)
 
         def one(scenario: str) -> Outcome:
             log = logs / f"{scenario}.log"
-            outcome = runs.test(scenario, log)
+            env = free.get()  # one is free: no more run at once than there are
+            try:
+                outcome = runs.test(scenario, env, log)
+            finally:
+                free.put(env)
             if not outcome.passed:
                 sys.stdout.write(log.read_text(errors="replace"))
             result = "passed" if outcome.passed else "FAILED"
             say(f"{scenario}: {result} in {outcome.seconds:.0f} s")
             return outcome
 
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
+        with ThreadPoolExecutor(max_workers=len(envs)) as pool:
             outcomes = list(pool.map(one, scenarios))
         if not all(o.passed for o in outcomes):
             say(f"failed; output in {logs}")
