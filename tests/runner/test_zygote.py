@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ansible_operator.runner import RunResult
+from ansible_operator.runner import RunResult, WarmNotice
 from ansible_operator.runner.warm.client import ForkServer, WarmRunner
 from ansible_operator.runner.warm.server import MAX_MISFITS
 
@@ -135,6 +135,8 @@ def test_a_kind_whose_zygotes_keep_not_fitting_gets_none(
     # before, never fits. After MAX_MISFITS such zygotes, the kind is run without one.
     env = _config(tmp_path / "ansible.cfg", "roles_a")
     assert warm.server.process is None
+    told: list[WarmNotice] = []
+    warm.on_notice = told.append
     zygotes: set[str] = set()
     for number in range(40):
         roles = ("roles_a", "roles_b")[number % 2]
@@ -153,6 +155,12 @@ def test_a_kind_whose_zygotes_keep_not_fitting_gets_none(
         assert not result.outcome.artifact_data["from_zygote"]
         assert warm.server.process is not None
         assert _children(warm.server.process.pid) == []
+    # Each run that went cold for it, and the kind given up on, were told (notices.py).
+    reasons = [notice.reason for notice in told]
+    assert reasons.count("zygote-misfit") >= MAX_MISFITS
+    assert reasons.count("zygote-given-up") == 1
+    misfit = next(notice for notice in told if notice.reason == "zygote-misfit")
+    assert misfit.detail.endswith("ansible.cfg changed")
 
 
 def _children(pid: int) -> list[str]:
@@ -168,8 +176,12 @@ def test_a_configuration_that_warns_when_imported_gets_no_zygote_and_each_run_wa
         **_config(tmp_path / "ansible.cfg", "roles_a"),
         "ANSIBLE_COLLECTIONS_PATHS": str(tmp_path),  # deprecated: a warning at import
     }
+    told: list[WarmNotice] = []
+    warm.on_notice = told.append
     for _ in range(RUNS_TO_A_ZYGOTE // 2):
         result = asyncio.run(warm.run(_probe(make_request, env)))
         assert result.ok, result.outcome.failures
         assert not result.outcome.artifact_data["from_zygote"]
         assert "ANSIBLE_COLLECTIONS_PATHS option" in result.stdout_path.read_text()
+    told += warm.server.notices()  # a zygote that refused after the last run
+    assert "zygote-refused" in [notice.reason for notice in told]

@@ -41,9 +41,12 @@ from ansible_operator.runner.types import (
 from ansible_operator.runner.versions import AnsibleVersions
 from ansible_operator.runner.warm import warm_playbook_process
 from ansible_operator.runner.warm.client import WarmRunner
+from ansible_operator.runner.warm.notices import REASONS as WARM_FALLBACK_REASONS
+from ansible_operator.runner.warm.notices import Notice as WarmNotice
 
 __all__ = [
     "DEFAULT_BASE_DIR",
+    "WARM_FALLBACK_REASONS",
     "AnsibleResult",
     "AnsibleRunnerNotFound",
     "AnsibleVersions",
@@ -61,6 +64,7 @@ __all__ = [
     "RunnerError",
     "TaskRun",
     "Timeline",
+    "WarmNotice",
     "WarmRunner",
     "find_ansible_runner",
     "input_dir_path",

@@ -38,10 +38,12 @@ from ansible_operator.kube import (
 from ansible_operator.proxy import Proxy, ProxyStartError
 from ansible_operator.runner import (
     DEFAULT_BASE_DIR,
+    WARM_FALLBACK_REASONS,
     AnsibleVersions,
     ColdRunner,
     Runner,
     RunnerError,
+    WarmNotice,
     WarmRunner,
     versions,
 )
@@ -159,6 +161,7 @@ class Operator:
         elif ansible is None:
             raise ValueError("a runner given without the Ansible versions it runs")
         self.runner = runner
+        self._warm_reasons_said: set[str] = set()
         if isinstance(runner, WarmRunner):
             self._report_warm_patches(runner)
         self.gate = RunGate()  # every run passes it; closed and interrupted at shutdown
@@ -344,7 +347,9 @@ class Operator:
         return runs_api.routes(self.history)
 
     def _report_warm_patches(self, runner: WarmRunner) -> None:
-        """Say, in one line and a metric, which warm patches stay off and whether runs are cold."""
+        """Say, in one line and a metric, which warm patches stay off and whether runs are cold;
+        and have each thing the warm runner's processes do the slower way reported."""
+        runner.on_notice = self._warm_notice
         self.metrics.warm_patches_off(runner.patches_off, cold=runner.cold)
         if runner.patches_off:
             off = "; ".join(f"{name} ({why})" for name, why in runner.patches_off.items())
@@ -355,6 +360,16 @@ class Operator:
             )
             log.warning(
                 f"Warm runner patches off, untested on the installed releases: {off}; {effect}"
+            )
+
+    def _warm_notice(self, notice: WarmNotice) -> None:
+        """Counted each time, said the first time for its reason (runner/warm/notices.py)."""
+        self.metrics.warm_fallback(notice.reason, patch=notice.patch)
+        if notice.reason not in self._warm_reasons_said:
+            self._warm_reasons_said.add(notice.reason)
+            log.warning(
+                f"Warm runner: {WARM_FALLBACK_REASONS[notice.reason]} ({notice.detail}); said once "
+                "for this reason, counted each time in ansible_operator_warm_fallbacks_total"
             )
 
     def _controller(self, watch: Watch) -> Controller:

@@ -61,8 +61,18 @@ class OperatorMetrics:
         self._warm_patches_off = Gauge(
             "ansible_operator_warm_patch_off",
             "1 for each patch of the warm runner left off because it was not tested on the "
-            'installed releases (patch="*": all of them, the warm runner runs cold).',
+            'installed releases or failed to install (patch="*": all of them, the warm runner '
+            "runs cold).",
             ["patch"],
+            registry=self.registry,
+        )
+        self._warm_fallbacks = Counter(
+            "ansible_operator_warm_fallbacks",
+            "Things the warm runner's processes did the slower way, by reason: a patch that "
+            "failed to install (also ansible_operator_warm_patch_off), a module that failed to "
+            "preload, a run that started a new ansible-playbook for want of a fitting zygote, a "
+            "kind whose zygote refused or was given up (runner/warm/notices.py).",
+            ["reason"],
             registry=self.registry,
         )
         self._watch_events = Counter(
@@ -104,6 +114,11 @@ class OperatorMetrics:
             self._warm_patches_off.labels(patch=name).set(1)
         if cold:
             self._warm_patches_off.labels(patch="*").set(1)
+
+    def warm_fallback(self, reason: str, *, patch: str = "") -> None:
+        self._warm_fallbacks.labels(reason=reason).inc()
+        if patch:
+            self._warm_patches_off.labels(patch=patch).set(1)
 
     def watch_event(self, gvk: str) -> None:
         self._watch_events.labels(GVK=gvk).inc()

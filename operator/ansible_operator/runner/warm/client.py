@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -28,14 +29,15 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ansible_operator.runner import proctree, versions
+from ansible_operator.runner.logging_events import emit
 from ansible_operator.runner.process import ColdRunner
-from ansible_operator.runner.types import RunnerError
-from ansible_operator.runner.warm import patches, proctitle, zygote
+from ansible_operator.runner.types import RunnerError, RunRequest, RunResult
+from ansible_operator.runner.warm import notices, patches, proctitle, zygote
 from ansible_operator.runner.warm.modules import same_python
 
 MAX_RUNS_PER_SERVER = 500
@@ -43,6 +45,7 @@ MAX_SERVER_RSS = 512 * 1024 * 1024
 ZYGOTE_IDLE = 60.0  # seconds: a zygote (zygote.py) no run used for so long goes, and its memory
 REPLY_TIMEOUT = 120.0  # seconds for a (possibly just started, importing) server to fork a run
 PIPELINING_ENV = "ANSIBLE_PIPELINING"  # set for warm runs unless the environment sets it
+NOTICES_FILE = "notices.jsonl"  # in the server's kept directory (notices.py)
 
 
 class ForkServerLost(RunnerError):
@@ -154,6 +157,8 @@ class ForkServer:
         self.runs = 0  # forked by the current server
         self.started = 0  # servers started so far
         self.kept_directory: str | None = None  # the current server's, which removes it on exit
+        self._notices: notices.Reader | None = None  # the current server's (in kept_directory)
+        self._unread: list[notices.Notice] = []  # those of servers let go, not yet taken
 
     def start(self) -> None:
         """Start the server now if none is usable (it imports in the background)."""
@@ -171,6 +176,7 @@ class ForkServer:
             kept_directory,
             str(self.zygote_idle),
             ",".join(self.patches_off),
+            os.path.join(kept_directory, NOTICES_FILE),
         ]
         try:
             with theirs:
@@ -188,11 +194,20 @@ class ForkServer:
             raise RunnerError(f"cannot start the warm runner's fork server: {err}") from err
         self.control = ours
         self.kept_directory = kept_directory
+        self._notices = notices.Reader(os.path.join(kept_directory, NOTICES_FILE))
         self.runs = 0
         self.started += 1
 
+    def notices(self) -> list[notices.Notice]:
+        """What the servers' processes could not do warm since the last call (notices.py)."""
+        found, self._unread = self._unread, []
+        return found + (self._notices.read() if self._notices is not None else [])
+
     def close(self) -> None:
         """Let the server go: it exits once the runs it forked have ended."""
+        if self._notices is not None:  # before it removes its kept directory
+            self._unread += self._notices.read()
+            self._notices = None
         if self.process is not None and self.process.stdin is not None:
             self.process.stdin.close()
         if self.process is not None and self.process.poll() is not None and self.kept_directory:
@@ -306,9 +321,11 @@ class WarmRunner(ColdRunner):
         *,
         server: ForkServer | None = None,
         installed: Mapping[str, str] | None = None,
+        on_notice: Callable[[notices.Notice], None] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.on_notice = on_notice or self._log_notice
         self.patches_off = patches.check(patches.installed() if installed is None else installed)
         self.cold = patches.falls_back(self.patches_off)
         self.server = server or ForkServer(self.environ)
@@ -333,6 +350,23 @@ class WarmRunner(ColdRunner):
                     "ansible-runner and ansible-core in the operator's Python, or use "
                     "--runner=cold"
                 )
+
+    async def run(self, request: RunRequest, *args: Any, **kwargs: Any) -> RunResult:
+        """The cold runner's run; then what the fork server's processes could not do warm
+        during it (notices.py) goes to `on_notice`, one call each."""
+        try:
+            return await super().run(request, *args, **kwargs)
+        finally:
+            for notice in self.server.notices():
+                self.on_notice(notice)
+
+    def _log_notice(self, notice: notices.Notice) -> None:
+        emit(
+            self.logger,
+            logging.WARNING,
+            f"Warm runner: {notices.REASONS[notice.reason]}",
+            {"reason": notice.reason, "detail": notice.detail},
+        )
 
     def start(self) -> None:
         """Start the fork server ahead of the first run (none when runs are cold)."""

@@ -11,8 +11,8 @@ in that kind's configuration (zygote.py); the server starts, hands runs to, and 
 zygotes.
 
 Arguments: the control socket's descriptor, the directory where runs keep what they reuse
-(cachedir.py, removed when the server exits), the seconds after which an unused zygote goes, and
-the patches that stay off (patches/, comma-separated).
+(cachedir.py, removed when the server exits), the seconds after which an unused zygote goes,
+the patches that stay off (patches/, comma-separated), and the file of notices (notices.py).
 Protocol, over the SOCK_SEQPACKET control socket: each message is the run's kind and carries
 three descriptors, a stream socket for the run, its output file and its run lock. The run socket
 brings one JSON line (argv, env, cwd, marker); the server, or the zygote it passes the message
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.warm import cachedir, patches, zygote
+from ansible_operator.runner.warm import cachedir, notices, patches, zygote
 from ansible_operator.runner.warm.program import run_as_program
 
 # Slow to import, read no configuration when imported, used by every run (each may be absent).
@@ -110,8 +110,14 @@ class _Zygote:
 
 def preload() -> None:
     for name in PRELOAD:
-        with contextlib.suppress(Exception):  # missing or broken: the run imports it, or fails
+        try:
             importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            if err.name is None or not (name == err.name or name.startswith(err.name + ".")):
+                # present, but what it imports is not: broken
+                notices.tell("preload-failed", f"{name}: {err!r}")
+        except Exception as err:  # the run imports it again, or fails as it would cold
+            notices.tell("preload-failed", f"{name}: {err!r}")
     if patches.on("module-exec"):  # before the config manager's import sets the controller's
         from ansible_operator.runner.warm.patches import module_exec
 
@@ -207,6 +213,10 @@ class Server:
         _, status = os.waitpid(ended.pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
             self.refused.add(ended.digest)
+            notices.tell(
+                "zygote-refused",
+                f"exit status {os.waitstatus_to_exitcode(status)} (its output is above)",
+            )
         self._let_go(ended)
 
     def _accept(self) -> None:
@@ -259,7 +269,10 @@ class Server:
         if current is not None and current.stamp != stamp:  # its record was removed or replaced
             self._let_go(current)
             current = None
-            self.misfits[kind] += stamp is None
+            if stamp is None:  # its run found it not fitting (zygote.fits)
+                self.misfits[kind] += 1
+                if self.misfits[kind] == MAX_MISFITS:
+                    notices.tell("zygote-given-up", f"kind {kind}, after {MAX_MISFITS} misfits")
         if current is not None:
             self.zygotes[kind] = self.zygotes.pop(kind)  # now the most recently used
             current.used = time.monotonic()
@@ -376,6 +389,7 @@ def _child(request: dict[str, Any], output: int, lock: int) -> None:
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     patches.off = frozenset(name for name in sys.argv[4].split(",") if name)
+    notices.path = sys.argv[5]
     # What this server's runs keep for each other (cachedir.py); gone with the server.
     cachedir.directory = sys.argv[2]
     try:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible_operator.runner import proctree
-from ansible_operator.runner.warm import cachedir
+from ansible_operator.runner.warm import cachedir, notices
 from ansible_operator.runner.warm.patches import zygote_state
 
 PER_RUN_ENV = frozenset(
@@ -197,34 +197,39 @@ def prepare(record: Record) -> None:
 
 
 def fits() -> bool:
-    """`adopt()`, and False if it failed: a cold ansible-playbook then meets (and reports)
-    whatever made it fail, as a cold run would."""
+    """`adopt()`, saying why not when it does not fit (notices.py): a cold ansible-playbook then
+    meets (and reports) whatever made the check fail, as a cold run would."""
     try:
-        return adopt()
-    except Exception:
+        misfit = adopt()
+    except Exception as err:
+        notices.tell("zygote-error", repr(err))
         return False
+    if misfit is not None:
+        notices.tell("zygote-misfit", misfit)
+    return misfit is None
 
 
-def adopt() -> bool:
-    """In a run's ansible-playbook, with the run's environment and working directory: whether
-    the controller a zygote imported fits this run, made ready for it if so."""
+def adopt() -> str | None:
+    """In a run's ansible-playbook, with the run's environment and working directory: None if
+    the controller a zygote imported fits this run, made ready for it; else what differs."""
     if snapshot is None:
-        return False
+        return "no zygote"
     warnings, config_file = zygote_state.find_config_file()
-    if (
-        warnings
-        or setting_env(os.environ) != snapshot.setting_env
-        or config_file != snapshot.config_file
-        or _file_digest(config_file) != snapshot.config_digest
-    ):
-        return False
+    if warnings:
+        return "finding the ansible.cfg warned"
+    if setting_env(os.environ) != snapshot.setting_env:
+        return "the variables that change a setting differ"
+    if config_file != snapshot.config_file:
+        return f"the ansible.cfg found differs ({config_file} for {snapshot.config_file})"
+    if _file_digest(config_file) != snapshot.config_digest:
+        return f"{config_file} changed"
     # The same variables and ini content give the same settings, but for relative paths, which
     # are the working directory's (each custom resource has its own): those are read again.
     if not zygote_state.settings_are(snapshot.settings):
-        return False
+        return "a setting with a relative path reads differently here"
     zygote_state.renew(snapshot.per_run)
     os.environ[ADOPTED_ENV] = "1"
-    return True
+    return None
 
 
 def _file_digest(path: str | None) -> str | None:

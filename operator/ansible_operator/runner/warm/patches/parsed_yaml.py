@@ -20,15 +20,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ansible_operator.runner.warm import notices
+
 # The collections operator roles use, besides ansible.builtin.
 PREPARSED_COLLECTIONS = ("kubernetes/core", "operator_sdk/util")
 
 
 def install() -> None:
-    """Parse the installed files now and serve each once per process afterwards."""
+    """Parse the installed files now and serve each once per process afterwards. A hook that
+    fails (this ansible-core lacks what it replaces) leaves runs parsing as usual, and says so."""
     for hook in (_install_config_definitions, _install_routing):
-        with contextlib.suppress(Exception):  # not there in this ansible-core: runs parse as usual
+        try:
             hook()
+        except Exception as err:
+            notices.tell(
+                "patch-failed", f"parsed-yaml, {hook.__name__}: {err!r}", patch="parsed-yaml"
+            )
 
 
 def _take_once(parse: Callable[[bytes], Any], files: list[bytes]) -> Callable[[bytes], Any]:
