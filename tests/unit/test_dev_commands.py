@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ansible_operator import procfs
+from ansible_operator.core.conditions import condition_true
 from ansible_operator.dev import molecule, project
 
 REPO = Path(__file__).resolve().parents[2]
@@ -241,7 +242,7 @@ def test_the_objects_of_a_rendered_kustomization_and_their_kubectl_names():
 
 
 @pytest.mark.parametrize(
-    ("conditions", "expected"),
+    ("found", "expected"),
     [
         (None, False),
         ([{"type": "Successful", "status": "False"}], False),
@@ -249,6 +250,6 @@ def test_the_objects_of_a_rendered_kustomization_and_their_kubectl_names():
         ([{"type": "Running", "status": "True"}, {"type": "Successful", "status": "True"}], True),
     ],
 )
-def test_a_condition_is_true_only_when_it_says_so(conditions, expected):
-    obj = {"status": {"conditions": conditions}} if conditions is not None else {}
-    assert project.condition_true(obj, "Successful") is expected
+def test_a_condition_is_true_only_when_it_says_so(found, expected):
+    obj = {"status": {"conditions": found}} if found is not None else {}
+    assert condition_true(obj, "Successful") is expected

@@ -336,3 +336,9 @@ def settled(obj: Mapping[str, Any]) -> bool:
         and c.get("observedGeneration") == generation
         for c in raw
     )
+
+
+def condition_true(obj: Mapping[str, Any], ctype: str) -> bool:
+    """Whether an object's status has a condition of type `ctype` whose status is "True"."""
+    condition = get_condition(obj.get("status"), ctype)
+    return bool(condition and condition.get("status") == TRUE)

@@ -32,7 +32,6 @@ ANNOTATION_PREFIX = "conversion.ansible-operator.io/"
 FILE = "meta/conversion.yml"  # in the role a watch names
 _SCALARS = {"str": "str", "path": "str", "sid": "str", "int": "int", "float": "float"}
 _SCALARS |= {"bool": "bool", "bytes": "int-or-string", "bits": "int-or-string"}
-_ANY = ("raw", "json", "jsonarg")
 _SEGMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)(\[(\d+)\])?$")
 _VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 _ENTRY_KEYS = ("from", "to", "default")

@@ -15,7 +15,11 @@ def metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
-def key(obj: Mapping[str, Any] | None) -> tuple[str, str]:
+Key = tuple[str, str]
+"""An object's identity within its kind: (namespace, name), namespace "" when cluster-scoped."""
+
+
+def key(obj: Mapping[str, Any] | None) -> Key:
     """(namespace, name); namespace "" for a cluster-scoped object."""
     meta = metadata(obj)
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))

@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_operator.core import objects
+from ansible_operator.core.objects import Key
 from ansible_operator.core.predicates import dependent_view
 from ansible_operator.core.watches import GVK
 
 PRIMARY_RESOURCE = "operator-sdk/primary-resource"
 PRIMARY_RESOURCE_TYPE = "operator-sdk/primary-resource-type"
-
-Key = tuple[str, str]  # (namespace, name) of an owner; namespace "" when cluster-scoped
 
 
 class Mode(enum.Enum):

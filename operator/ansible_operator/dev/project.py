@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from ansible_operator.core import conditions
 from ansible_operator.kube import ApiError, Discovery, KubeClient, Unreachable
 
 POLL_INTERVAL = 1.0
@@ -44,11 +45,6 @@ def objects_of(rendered: str) -> list[ObjectRef]:
         for doc in yaml.safe_load_all(rendered)
         if isinstance(doc, dict) and doc.get("kind")
     ]
-
-
-def condition_true(obj: dict[str, Any], ctype: str) -> bool:
-    conditions = (obj.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == ctype and c.get("status") == "True" for c in conditions)
 
 
 class Kubectl:
@@ -90,7 +86,7 @@ async def wait_established(client: KubeClient, crds: list[ObjectRef], timeout: f
         pending = [
             crd
             for crd in pending
-            if not condition_true(await _get(client, crd, "") or {}, "Established")
+            if not conditions.condition_true(await _get(client, crd, "") or {}, "Established")
         ]
         if pending and time.monotonic() > deadline:
             names = ", ".join(crd.name for crd in pending)
@@ -117,7 +113,7 @@ async def wait_successful(
                 obj = await _get(client, sample, namespace)
             except Unreachable:
                 break
-            if obj is not None and condition_true(obj, "Successful"):
+            if obj is not None and conditions.condition_true(obj, "Successful"):
                 report(f"{sample} condition met")
                 pending.remove(sample)
         if pending:

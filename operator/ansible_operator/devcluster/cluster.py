@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from ansible_operator.core import conditions
 from ansible_operator.devcluster import certs as certs_mod
 from ansible_operator.devcluster import components, processes
 from ansible_operator.devcluster.binaries import Binaries
@@ -321,8 +322,7 @@ class PortTaken(ClusterError):
 
 
 def _node_ready(node: dict) -> bool:
-    conditions = node.get("status", {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    return conditions.condition_true(node, "Ready")
 
 
 def write_kubeconfig(path: Path, server: str, cluster_certs: certs_mod.ClusterCerts) -> None:

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from ansible_operator.core import GVK, Backoff, objects
+from ansible_operator.core import GVK, Backoff, Key, objects
 from ansible_operator.kube.client import (
     ApiError,
     KubeClient,
@@ -36,7 +36,6 @@ from ansible_operator.kube.discovery import Discovery
 
 log = logging.getLogger("informer")
 
-Key = tuple[str, str]  # (namespace, name); "" for cluster-scoped
 Handler = Callable[[str, dict[str, Any]], None]  # (ADDED, MODIFIED or DELETED, the object)
 Skipped = Callable[[dict[str, Any], str], None]  # (an object not handled, why)
 

@@ -29,9 +29,7 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from ansible_operator.core import triggers
-
-Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
+from ansible_operator.core import Key, triggers
 
 
 @dataclass(frozen=True)

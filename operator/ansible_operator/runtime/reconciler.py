@@ -120,7 +120,7 @@ class Reconciler:
         if finalizer is not None and not deleting and not has_finalizer(obj, finalizer):
             obj = await add_finalizer(self.client, resource, obj, finalizer)
 
-        was_failing = _condition_true(obj, conditions.FAILURE)
+        was_failing = conditions.condition_true(obj, conditions.FAILURE)
         if self.watch.manage_status:
             await status.running(obj)
         try:
@@ -221,11 +221,6 @@ class Reconciler:
             raise ReconcileError(f"{what}: {err}") from err
         except Unreachable as err:
             raise ReconcileError(str(err)) from err
-
-
-def _condition_true(obj: dict[str, Any], ctype: str) -> bool:
-    condition = conditions.get_condition(obj.get("status"), ctype)
-    return bool(condition and condition.get("status") == conditions.TRUE)
 
 
 def failure_summary(result: RunResult) -> str:

@@ -34,7 +34,6 @@ log = logging.getLogger("runs")
 
 RECORDS = "runs"  # the records' directory in a CR's input dir
 OUTPUT_BYTES = 256 * 1024  # of a run's stdout kept in its record
-OUTCOMES = ("Running", "Succeeded", "Failed", "Interrupted")
 
 Summary = dict[str, Any]
 CRKey = tuple[str, str, str, str, str]  # group, version, kind, namespace, name

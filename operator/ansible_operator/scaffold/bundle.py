@@ -26,7 +26,6 @@ from ansible_operator.scaffold import manifest_yaml
 MEDIATYPE = "registry+v1"
 LAYOUT = "ansible.sdk.operatorframework.io/v1"
 TARGET_NAMESPACES = "metadata.annotations['olm.targetNamespaces']"
-_RBAC = "rbac.authorization.k8s.io"
 _DROPPED = {"Namespace", "ServiceAccount"}  # OLM makes the operator's namespace and accounts
 
 

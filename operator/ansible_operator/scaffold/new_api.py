@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from ansible_operator import gocompat
 from ansible_operator.core import WatchesError
 from ansible_operator.scaffold import crds, generate, project_file
 from ansible_operator.watchfile import load_watches
@@ -550,11 +551,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_bool(text: str) -> bool:
-    """Upstream's boolean flag values (`--generate-role=false`)."""
-    value = {"true": True, "false": False}.get(text.lower())
-    if value is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
-    return value
+    """Upstream's boolean flag values (`--generate-role=false`): Go's, as its flag library
+    parses them."""
+    try:
+        return gocompat.parse_bool(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -61,7 +61,3 @@ def show_as(argv: Sequence[str], environ: Mapping[str, str]) -> None:
         raise RuntimeError(
             f"the warm runner cannot write /proc/self/mem ({err}); use --runner=cold"
         ) from err
-
-
-def _entry(text: str) -> bytes:
-    return text.encode("utf-8", "surrogateescape") + b"\0"
