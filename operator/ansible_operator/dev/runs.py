@@ -28,7 +28,6 @@ import yaml
 from ansible_operator.core import timeline_layout
 from ansible_operator.dev import runs_client
 from ansible_operator.dev.runs_client import Reach, Replica, Resource, RunsError
-from ansible_operator.dev.runs_command import OPERATOR_NAMESPACE_FROM
 from ansible_operator.kube import ConfigError, KubeClient, load_credentials
 
 BAR_WIDTH = 40
@@ -142,7 +141,7 @@ def _reach(args: argparse.Namespace) -> Reach:
             "--insecure-skip-tls-verify goes with --url: in the cluster the port-forward "
             "reaches the operator's Pod, whose own certificate is not checked"
         )
-    namespace = args.operator_namespace or _project_namespace()
+    namespace = args.operator_namespace or _project_namespace(args.operator_namespace_from)
     creds = load_credentials(kubeconfig=str(args.kubeconfig or ""))
 
     @contextlib.asynccontextmanager
@@ -159,7 +158,7 @@ def _reach(args: argparse.Namespace) -> Reach:
     return in_cluster
 
 
-def _project_namespace(where: Path = OPERATOR_NAMESPACE_FROM) -> str:
+def _project_namespace(where: Path) -> str:
     """The namespace config/default deploys the operator to, in the current project."""
     try:
         namespace = (yaml.safe_load(where.read_text(encoding="utf-8")) or {}).get("namespace")

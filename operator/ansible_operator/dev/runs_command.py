@@ -65,7 +65,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     page = parser.add_argument_group("runs ui: the runs page, served on this machine")
     page.add_argument("--address", help="the address it listens on (default: 127.0.0.1)")
     page.add_argument("--port", type=int, help="the port it listens on (default: 0, a free one)")
-    parser.set_defaults(handler=_handler)
+    parser.set_defaults(handler=_handler, operator_namespace_from=OPERATOR_NAMESPACE_FROM)
 
 
 def _handler(args: argparse.Namespace) -> int:

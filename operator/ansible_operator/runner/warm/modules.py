@@ -24,6 +24,7 @@ import os
 import selectors
 import shlex
 import sys
+from collections.abc import Callable
 
 from ansible_operator.runner.warm import proctitle
 from ansible_operator.runner.warm.patches import run_environment
@@ -86,10 +87,14 @@ def _directory(executable: str) -> str:
     return os.path.realpath(os.path.dirname(os.path.abspath(executable)))
 
 
-def run_payload(payload: bytes, assignments: dict[str, str]) -> tuple[int, bytes, bytes]:
+def run_payload(
+    payload: bytes, assignments: dict[str, str], module_side: Callable[[], None]
+) -> tuple[int, bytes, bytes]:
     """Run an AnsiballZ payload in a fork of this process; returns (status, stdout, stderr).
 
-    The child's stdin is empty, as for `python -` once it has read the payload."""
+    The child's stdin is empty, as for `python -` once it has read the payload; `module_side`
+    puts back, in the child, what Ansible's controller changed for modules (patches/module_exec).
+    """
     stdin_r, stdin_w = os.pipe()
     os.close(stdin_w)
     stdout_r, stdout_w = os.pipe()
@@ -98,7 +103,7 @@ def run_payload(payload: bytes, assignments: dict[str, str]) -> tuple[int, bytes
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        _payload_child(payload, assignments, stdin_r, stdout_w, stderr_w)  # never returns
+        _payload_child(payload, assignments, module_side, (stdin_r, stdout_w, stderr_w))
     for fd in (stdin_r, stdout_w, stderr_w):
         os.close(fd)
     stdout, stderr = _read_both(stdout_r, stderr_r)
@@ -107,8 +112,14 @@ def run_payload(payload: bytes, assignments: dict[str, str]) -> tuple[int, bytes
 
 
 def _payload_child(
-    payload: bytes, assignments: dict[str, str], stdin: int, stdout: int, stderr: int
+    payload: bytes,
+    assignments: dict[str, str],
+    module_side: Callable[[], None],
+    fds: tuple[int, int, int],
 ) -> None:
+    """The module's process (never returns); `fds` become its stdin, stdout and stderr."""
+    stdin, stdout, stderr = fds
+
     def module() -> None:
         os.dup2(stdin, 0)
         os.dup2(stdout, 1)
@@ -122,6 +133,7 @@ def _payload_child(
             proctitle.show_as([sys.executable], os.environ)
         sys.argv = ["-"]  # as `python -`; two arguments would select AnsiballZ's debug mode
         _as_in_a_new_interpreter()
+        module_side()
         namespace = {"__name__": "__main__", "__builtins__": __builtins__}
         exec(compile(payload, "<AnsiballZ>", "exec"), namespace)
 
@@ -131,18 +143,13 @@ def _payload_child(
 def _as_in_a_new_interpreter() -> None:
     """Leave the module nothing of its worker's that a new interpreter would not have: the
     collections' module code the worker imported (kubernetes.core's pool of API clients with
-    it), the Kubernetes client's default configuration, and Ansible's controller hooks; a role's
-    module utility that shadows one already imported is imported from the payload
-    (patches/module_exec).
-    The worker's descriptors (its sockets) are closed already."""
+    it) and the Kubernetes client's default configuration. The worker's descriptors (its
+    sockets) are closed already."""
     for name in [n for n in sys.modules if _collection_code(n)]:
         del sys.modules[name]
     configuration = getattr(sys.modules.get("kubernetes.client"), "Configuration", None)
     if configuration is not None:
         configuration.set_default(None)
-    from ansible_operator.runner.warm.patches import module_exec
-
-    module_exec.as_module_side()
 
 
 def _collection_code(name: str) -> bool:

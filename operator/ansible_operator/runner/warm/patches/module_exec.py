@@ -41,7 +41,7 @@ def install() -> None:
         # What the builtin does before running anything (connect, display the command).
         super(local.Connection, self).exec_command(cmd, in_data=in_data, sudoable=sudoable)
         local.display.vvv(f"EXEC (in-process) {cmd}", host=self._play_context.remote_addr)
-        return run_payload(in_data, assignments)
+        return run_payload(in_data, assignments, as_module_side)
 
     exec_command.warm = True  # type: ignore[attr-defined]
     local.Connection.exec_command = exec_command
