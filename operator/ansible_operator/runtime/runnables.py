@@ -154,13 +154,19 @@ class Manager:
             )
             running.tasks.append(task)
             waits.append(asyncio.create_task(_first(up, task)))
-        all_up: asyncio.Future[list[None]] = asyncio.gather(*waits)
-        stopped: asyncio.Future[Any] = asyncio.ensure_future(self._stop.wait())
+        # Until every runnable is up or the manager stops; no gather, whose cancellation would
+        # end in an exception nobody retrieves (logged by asyncio when collected).
+        stopped: asyncio.Task[Any] = asyncio.create_task(self._stop.wait())
+        pending = set(waits)
         try:
-            await asyncio.wait([all_up, stopped], return_when=asyncio.FIRST_COMPLETED)
+            while pending and not stopped.done():
+                _, pending = await asyncio.wait(
+                    {*pending, stopped}, return_when=asyncio.FIRST_COMPLETED
+                )
+                pending.discard(stopped)
         finally:
-            all_up.cancel()
-            stopped.cancel()
+            for waiting in (*waits, stopped):
+                waiting.cancel()
         log.debug("Started", extra={"group": group.name})
         return running
 
