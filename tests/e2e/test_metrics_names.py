@@ -40,7 +40,11 @@ ABSENT = {
 UNTYPED_USER_COUNTERS = {"sanity_counter", "counter_inc_test", "counter_add_test"}
 # Labels ours has beyond upstream's (a query by upstream's labels still matches).
 EXTRA_LABELS = {
-    "ansible_operator_build_info": {"ansible_core_version", "ansible_runner_version"},
+    "ansible_operator_build_info": {
+        "ansible_core_version",
+        "ansible_runner_version",
+        "ansible_core_end_of_life",
+    },
 }
 NOT_LABELS = {"le", "quantile"}  # a histogram's bucket, a summary's quantile
 

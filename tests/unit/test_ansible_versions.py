@@ -101,7 +101,7 @@ def test_the_build_info_metric_names_the_ansible_versions():
     metrics.ansible_found(ansible)
     text = generate_latest(metrics.registry).decode()
     assert (
-        'ansible_operator_build_info{ansible_core_version="2.18.6",'
+        'ansible_operator_build_info{ansible_core_end_of_life="",ansible_core_version="2.18.6",'
         'ansible_runner_version="2.4.1",commit="unknown",version="v0.1.0"} 1.0'
     ) in text
 

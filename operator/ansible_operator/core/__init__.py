@@ -10,6 +10,7 @@ the module's.
 
 from ansible_operator.core import (
     annotations,
+    ansible_cores,
     changes,
     conditions,
     conversion,
@@ -102,6 +103,7 @@ __all__ = [
     "Watch",
     "WatchesError",
     "annotations",
+    "ansible_cores",
     "balance",
     "build_extra_vars",
     "cap",

@@ -23,11 +23,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ansible_operator.core import ansible_cores
 from ansible_operator.runner.process import run_path
 from ansible_operator.runner.types import RunnerError
 
-MINIMUM_CORE = (2, 18)
-SUPPORTED_RANGE = "ansible-core 2.18, 2.19, 2.20 or 2.21 (2.18 is the default, as upstream's image)"
+MINIMUM_CORE = ansible_cores.CORES[0].release
+SUPPORTED_RANGE = ansible_cores.supported_range()
 
 _CORE_VERSION = re.compile(r"\[core (\d+)\.(\d+)\.(\S+)\]")  # ansible-playbook [core 2.18.6]
 _RUNNER_VERSION = re.compile(r"^(\d+\.\d+\S*)\s*$", re.MULTILINE)

@@ -24,7 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_operator import __version__
-from ansible_operator.core import GVK, ShardSpace, Watch, WatchesError, objects, reserved_vars
+from ansible_operator.core import (
+    GVK,
+    ShardSpace,
+    Watch,
+    WatchesError,
+    ansible_cores,
+    objects,
+    reserved_vars,
+)
 from ansible_operator.kube import (
     ConfigError,
     Credentials,
@@ -322,7 +330,19 @@ class Operator:
             )
         for reconciler in self.reconcilers:
             reconciler.ansible_names = ansible.ansible_names or frozenset()
-        self.metrics.ansible_found(ansible)
+        core = ansible_cores.find(ansible.core_release)
+        if core is not None and core.past_end_of_life(utc_now().date()):
+            newest = ansible_cores.NEWEST
+            log.warning(
+                f"ansible-core {ansible.core} reached its end of life in {core.end_of_life_text} "
+                "(ansible-core's maintenance schedule): no more fixes, security fixes included. "
+                f"Run the roles on ansible-core {newest.name}: the image's build argument "
+                f"ANSIBLE='{newest.package}', after checking them against "
+                "docs/ansible-core-versions.md"
+            )
+            self.metrics.ansible_found(ansible, end_of_life=core.end_of_life_month)
+        else:
+            self.metrics.ansible_found(ansible)
 
     def _runs_routes(
         self, serving: Serving, metrics_auth: MetricsAuth | None

@@ -40,7 +40,13 @@ class OperatorMetrics:
         self._build_info = Gauge(
             "ansible_operator_build_info",
             "Build information for the ansible-operator binary",
-            ["commit", "version", "ansible_core_version", "ansible_runner_version"],
+            [
+                "commit",
+                "version",
+                "ansible_core_version",
+                "ansible_runner_version",
+                "ansible_core_end_of_life",  # "" while maintained, else its month: "2026-11"
+            ],
             registry=self.registry,
         )
         # A gauge that only goes up, as upstream's (its type is part of the contract).
@@ -96,13 +102,15 @@ class OperatorMetrics:
             registry=self.registry,
         )
 
-    def ansible_found(self, ansible: AnsibleVersions) -> None:
-        """The build information, once the start-up probe has asked the runs' Ansible."""
+    def ansible_found(self, ansible: AnsibleVersions, *, end_of_life: str = "") -> None:
+        """The build information, once the start-up probe has asked the runs' Ansible;
+        `end_of_life` is the month the runs' core's maintenance ended, if it has."""
         self._build_info.labels(
             commit="unknown",
             version=f"v{__version__}",
             ansible_core_version=ansible.core,
             ansible_runner_version=ansible.runner,
+            ansible_core_end_of_life=end_of_life,
         ).set(1)
 
     def observe_run(self, gvk: str, seconds: float, succeeded: bool) -> None:
