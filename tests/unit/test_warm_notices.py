@@ -4,23 +4,16 @@ each way is told as a notice, read back after a run, logged once per reason and 
 from __future__ import annotations
 
 import logging
-import os
 import sys
 
 import pytest
 from prometheus_client import generate_latest
 
-from ansible_operator.core.watches import GVK, Watch
-from ansible_operator.kube.config import Credentials
-from ansible_operator.runner.versions import AnsibleVersions
 from ansible_operator.runner.warm import notices, server, zygote
 from ansible_operator.runner.warm.client import WarmRunner
 from ansible_operator.runner.warm.patches import parsed_yaml
-from ansible_operator.runtime.flags import build_run_settings
-from ansible_operator.runtime.manager import Inputs, Operator
-from tests.unit.fake_api import FakeApi
 
-from .test_warm_patches import TESTED
+from .test_runnables import operator as probed_operator
 
 
 @pytest.fixture
@@ -109,19 +102,9 @@ def test_a_zygote_check_that_fails_is_told_and_taken_as_not_fitting(told, monkey
 def test_the_operator_says_each_reason_once_and_counts_every_notice(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    settings = build_run_settings(
-        ["--metrics-bind-address=0", "--health-probe-bind-address=0"],
-        {"PATH": os.environ.get("PATH", "")},
-    )
-    runner = WarmRunner(installed=TESTED)
-    watch = Watch(gvk=GVK("test.example.com", "v1", "Thing"), role="/roles/thing")
-    ansible = AnsibleVersions(core="2.18.19", runner="2.4.3", playbook="/x")
-    operator = Operator(
-        Inputs(settings, [watch], Credentials(server="https://127.0.0.1:1", insecure=True)),
-        client=FakeApi(),  # type: ignore[arg-type]
-        runner=runner,
-        ansible=ansible,
-    )
+    operator = probed_operator(probed=True)  # its own WarmRunner, wired by the manager
+    runner = operator.runner
+    assert isinstance(runner, WarmRunner)
     with caplog.at_level(logging.WARNING):
         runner.on_notice(notices.Notice("zygote-misfit", "the ansible.cfg found differs"))
         runner.on_notice(notices.Notice("zygote-misfit", "/x/ansible.cfg changed"))
