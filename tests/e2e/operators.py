@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import urllib.request
 from pathlib import Path
 
@@ -36,13 +38,16 @@ class Operator:
         namespaces: list[str],
         *,
         log_path: Path | None = None,
-        tmp_dir: Path | None = None,
+        own_tmp_dir: bool = False,
     ) -> None:
+        """`own_tmp_dir`: a TMPDIR of its own, made short under the system's and removed by
+        stop(): ansible-core 2.21 cannot run under one longer than versions.RPC_TMPDIR_MAX, as a
+        test's own directory can be."""
         self.workdir = workdir
         self.kubeconfig = kubeconfig
         self.namespaces = namespaces
         self.log_path = log_path or workdir / "operator.log"
-        self.tmp_dir = tmp_dir
+        self.tmp_dir = Path(tempfile.mkdtemp(prefix="operator-")) if own_tmp_dir else None
         self.launched: launcher.OperatorProcess | None = None
 
     @property
@@ -78,7 +83,11 @@ class Operator:
         self.launched.kill()
 
     def stop(self) -> int | None:
-        return None if self.launched is None else self.launched.stop()
+        try:
+            return None if self.launched is None else self.launched.stop()
+        finally:
+            if self.tmp_dir is not None:
+                shutil.rmtree(self.tmp_dir, ignore_errors=True)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -101,13 +101,13 @@ def install_repo_crds(api_client: client.ApiClient) -> None:
 class RepoOperator(Operator):
     """``ansible-operator run`` in the repository's root: its watches.yaml, roles and collections.
 
-    The log goes to a directory of the test's own, not into the repository, and so does TMPDIR
-    (the memcached role's once-per-process metrics marker lives there).
+    The log goes to a directory of the test's own, not into the repository; TMPDIR is one of its
+    own too (the memcached role's once-per-process metrics marker lives there).
     """
 
     def __init__(self, log_dir: Path, kubeconfig: Path, namespaces: list[str]) -> None:
         super().__init__(
-            REPO, kubeconfig, namespaces, log_path=log_dir / "operator.log", tmp_dir=log_dir / "tmp"
+            REPO, kubeconfig, namespaces, log_path=log_dir / "operator.log", own_tmp_dir=True
         )
 
 

@@ -71,7 +71,7 @@ def test_the_upstream_fixture_is_a_scrape_of_every_family_kind():
 def operator(cluster, namespace, tmp_path) -> Iterator[Operator]:
     """The operator, with a temporary directory of its own: roles/memcached posts its user
     metrics once per such directory."""
-    op = Operator(tmp_path, cluster.kubeconfig, [namespace], tmp_dir=tmp_path / "tmp")
+    op = Operator(tmp_path, cluster.kubeconfig, [namespace], own_tmp_dir=True)
     try:
         yield op
     finally:

@@ -7,9 +7,11 @@ installed one is needed; the installed ones are asked too, and must agree with t
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from importlib.metadata import version
 from pathlib import Path
 
@@ -221,3 +223,41 @@ def test_an_ansible_core_that_cannot_list_its_names_is_said_not_refused(tmp_path
     assert found.core == "2.18.19"
     assert found.ansible_names is None
     assert found.names_problem == "ansible-core did not list them (its reserved names moved?)"
+
+
+@pytest.mark.parametrize("past_the_limit", [False, True])
+def test_a_temporary_directory_where_ansible_core_cannot_listen_is_refused(past_the_limit):
+    """ansible-core 2.21 and later fail every run ("Local RPC server did not start") under a
+    TMPDIR too long for their RPC socket: the operator refuses to start there, in one line,
+    exactly when a real ansible-playbook fails, on every core."""
+    base = Path(tempfile.mkdtemp(prefix="rpc-", dir="/tmp"))  # short, to count from
+    try:
+        length = versions.RPC_TMPDIR_MAX + (1 if past_the_limit else 0)
+        tmpdir = base / ("t" * (length - len(str(base)) - 1))
+        tmpdir.mkdir()
+        env = {**os.environ, "TMPDIR": str(tmpdir)}
+        found = versions.probe(find_ansible_runner(), env)
+        try:
+            versions.probe_checked(find_ansible_runner(), env)
+            refusal = ""
+        except versions.UnsupportedAnsible as err:
+            refusal = str(err)
+        play = base / "play.yml"
+        play.write_text("- hosts: localhost\n  gather_facts: false\n  tasks: [{ping: {}}]\n")
+        played = subprocess.run(
+            [found.playbook, str(play)], env=env, capture_output=True, text=True, timeout=120
+        )
+    finally:
+        shutil.rmtree(base)
+    output = played.stdout + played.stderr
+    if refusal:
+        assert played.returncode != 0 and "Local RPC server did not start" in output
+        assert refusal == (
+            f"ansible-core {found.core} cannot start its local RPC server, so every run would "
+            'fail with "Local RPC server did not start" (AF_UNIX path too long); the temporary '
+            f"directory {tmpdir} is {length} characters long, the socket's path fits under one "
+            f"of at most {versions.RPC_TMPDIR_MAX}: set TMPDIR to a shorter one"
+        )
+    else:
+        assert played.returncode == 0, output
+    assert bool(refusal) == (past_the_limit and found.core_release >= (2, 21))

@@ -7,7 +7,8 @@ once at start and refuses an ansible-core older than `MINIMUM_CORE`, or one that
 the collections every operator's roles need (`REQUIRED_COLLECTIONS`), in one line. The same
 start asks that ansible-core, through the interpreter of its `ansible-playbook`, for the names it
 gives a meaning of its own (magic variables, play keywords, template globals): a spec key that
-shadows one is worth a warning.
+shadows one is worth a warning; and, on ansible-core 2.21 and later, whether its local RPC server
+can start (`check_rpc_socket`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,23 @@ _NAMES_PROGRAM = (
     "from ansible.vars.reserved import get_reserved_names\n"
     "print(json.dumps(sorted(set(get_reserved_names()) | set(INTERNAL_STATIC_VARS))))\n"
 )
+# ansible-core 2.21 and later start a local RPC server in every ansible-playbook: a
+# multiprocessing manager listening on a Unix socket under the temporary directory
+# (<TMPDIR>/pymp-XXXXXXXX/listener-XXXXXXXX). When it cannot listen (a TMPDIR too long for a
+# socket's path, a sandbox without Unix sockets), every run fails after 5 s with "Local RPC server
+# did not start" and not the reason (ansible/ansible#87031). The same listener made here says why.
+_RPC_SOCKET_PROGRAM = (
+    "import importlib.util, json, tempfile\n"
+    "from multiprocessing.connection import Listener\n"
+    "if importlib.util.find_spec('ansible._internal._rpc_host'):\n"
+    "    try:\n"
+    "        Listener(backlog=128).close()\n"
+    "    except OSError as err:\n"
+    "        print(json.dumps({'error': str(err), 'tmpdir': tempfile.gettempdir()}))\n"
+)
+_SOCKET_PATH_MAX = 107  # a Unix socket's path on Linux: sun_path's 108 bytes, less the NUL
+RPC_TMPDIR_MAX = _SOCKET_PATH_MAX - len("/pymp-XXXXXXXX/listener-XXXXXXXX")
+"""The longest temporary directory under which ansible-core 2.21's RPC socket fits."""
 
 
 class UnsupportedAnsible(RunnerError):
@@ -152,10 +170,13 @@ def probe_checked(runner_executable: str, env: Mapping[str, str] | None = None) 
     galaxy = _galaxy(playbook)
     asks = _version_asks(runner_executable, playbook)
     lists = _collection_lists(galaxy)
-    outputs = _outputs([*asks, *lists, _names_ask(playbook)], environ)
+    python = script_interpreter(playbook) or ["python3"]  # the interpreter of the runs' Ansible
+    programs = [[*python, "-c", _RPC_SOCKET_PROGRAM], [*python, "-c", _NAMES_PROGRAM]]
+    outputs = _outputs([*asks, *lists, *programs], environ)
     found = _versions(runner_executable, playbook, outputs[: len(asks)])
     check_supported(found)
     _check_listed(galaxy, outputs[len(asks) : len(asks) + len(lists)], environ)
+    check_rpc_socket(found, outputs[-2])
     names, problem = parse_ansible_names(outputs[-1])
     return dataclasses.replace(found, ansible_names=names, names_problem=problem)
 
@@ -170,10 +191,30 @@ def script_interpreter(script: str) -> list[str]:
     return shlex.split(first[2:]) if first.startswith("#!") else []
 
 
-def _names_ask(playbook: str) -> list[str]:
-    """The interpreter of `playbook` (its `#!` line), running `_NAMES_PROGRAM`."""
-    interpreter = script_interpreter(playbook)
-    return [*(interpreter or ["python3"]), "-c", _NAMES_PROGRAM]
+def check_rpc_socket(versions: AnsibleVersions, output: str | UnsupportedAnsible) -> None:
+    """Refuse, in one line, an ansible-core whose local RPC server could not listen, as
+    `_RPC_SOCKET_PROGRAM` found (it prints nothing when it could, or on a core without one).
+    A program that could not run says nothing here: the names' ask that follows says it."""
+    if isinstance(output, UnsupportedAnsible):
+        return
+    try:
+        found = json.loads(output or "null")
+    except ValueError:
+        return
+    if not isinstance(found, dict):
+        return
+    error, tmpdir = str(found.get("error")), str(found.get("tmpdir"))
+    if len(tmpdir) > RPC_TMPDIR_MAX:
+        remedy = (
+            f"the temporary directory {tmpdir} is {len(tmpdir)} characters long, the socket's "
+            f"path fits under one of at most {RPC_TMPDIR_MAX}: set TMPDIR to a shorter one"
+        )
+    else:
+        remedy = f"under the temporary directory {tmpdir} (TMPDIR): let it make Unix sockets there"
+    raise UnsupportedAnsible(
+        f"ansible-core {versions.core} cannot start its local RPC server, so every run would "
+        f'fail with "Local RPC server did not start" ({error}); {remedy}'
+    )
 
 
 def parse_ansible_names(output: str | UnsupportedAnsible) -> tuple[frozenset[str] | None, str]:
