@@ -25,11 +25,21 @@ LINK_VENV = if [ ! -e .venv ] || [ -L .venv ]; then ln -sfn $(VENV) .venv; fi
 # with this tree's modules compiled (bytecode, below).
 ANSIBLE_OPERATOR := $(BIN)/ansible-operator
 OPERATOR_DEPS := $(STAMP) bytecode
+# The four ansible-cores, each tested (below); 2.18 is this repository's default, as upstream's
+# image (pyproject.toml allows any of them; each virtualenv and image here names its own).
+DEFAULT_CORE := 2.18
+CORES := 2.18 2.19 2.20 2.21
+ANSIBLE_FOR_2.18 := ansible>=11,<12
+ANSIBLE_FOR_2.19 := ansible>=12,<13
+ANSIBLE_FOR_2.20 := ansible>=13,<14
+ANSIBLE_FOR_2.21 := ansible>=14,<15
 # `make image` puts the wheel of this source tree (not of an installed runtime) into dist/, and
-# the Dockerfile installs that version from there.
+# the Dockerfile installs that version from there, with the default core's `ansible` unless
+# IMAGE_BUILD_ARGS names another (--build-arg ANSIBLE='ansible>=14,<15': the last one given wins).
 VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
 RUNTIME_WHEEL := $(BIN)/pip wheel --quiet --no-deps --wheel-dir dist .
-override IMAGE_BUILD_ARGS += --build-arg OPERATOR_PACKAGE=ansible-operator-py==$(VERSION)
+override IMAGE_BUILD_ARGS := --build-arg ANSIBLE='$(ANSIBLE_FOR_$(DEFAULT_CORE))' \
+	$(IMAGE_BUILD_ARGS) --build-arg OPERATOR_PACKAGE=ansible-operator-py==$(VERSION)
 PYTEST_ARGS ?=
 
 .PHONY: lint unit runner e2e venv bytecode cluster-up cluster-down cluster-status binaries clean image-test bench soak
@@ -49,7 +59,8 @@ $(STAMP): pyproject.toml
 	$(NEED_PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet uv
-	$(UV_INSTALL) --python $(BIN)/python -e '.[test]'
+	echo '$(ANSIBLE_FOR_$(DEFAULT_CORE))' > $(VENV)/ansible-override.txt
+	$(UV_INSTALL) --python $(BIN)/python -e '.[test]' --override $(VENV)/ansible-override.txt
 	$(BIN)/python $(COMPILE_PACKAGES) $(VENV)/lib
 	touch $(STAMP)
 	@$(LINK_VENV)
@@ -102,11 +113,11 @@ unit: $(OPERATOR_DEPS)  ## the unit tests (no cluster, no Ansible run: the fast 
 runner: $(OPERATOR_DEPS)  ## the runner tests: real ansible-runner runs, cold and warm (no cluster)
 	$(BIN)/pytest tests/runner $(call workers,$(RUNNER_WORKERS)) $(PYTEST_ARGS)
 
-# The four ansible-cores, each tested (`.ci/run`): 2.18 (the `ansible` 11 package) is the default,
-# as upstream's image, and the one pyproject.toml pins; 2.19, 2.20 and 2.21 (`ansible` 12, 13, 14)
-# each have a virtualenv of their own beside $(VENV), made as $(VENV) is but with their `ansible`
-# in place of the pinned one (uv's --override: one resolution, the pin alone replaced). The
-# Dockerfile does the same with its ANSIBLE build argument. A test whose outcome depends on the
+# The four ansible-cores (CORES, above), each tested (`.ci/run`): 2.18 (the `ansible` 11 package)
+# is the default, as upstream's image; 2.19, 2.20 and 2.21 (`ansible` 12, 13, 14) each have a
+# virtualenv of their own beside $(VENV), made as $(VENV) is but with their `ansible` (uv's
+# --override: one resolution, that pin in place of pyproject.toml's range). The Dockerfile's
+# ANSIBLE build argument chooses the image's. A test whose outcome depends on the
 # core is marked `ansible_core` (tests/conftest.py, which also refuses Ansible to unmarked unit
 # tests); the per-core targets run those alone, every other test runs once, in `make test`.
 # For a core C of $(CORES):
@@ -115,12 +126,6 @@ runner: $(OPERATOR_DEPS)  ## the runner tests: real ansible-runner runs, cold an
 #   make e2e-ansible-core-C    the e2e tests marked ansible_core, on it: variables, status,
 #                              requeue, finalizers, dependents, the example roles, the util
 #                              collection, the scaffold and the messages for the new rules of 2.19+
-DEFAULT_CORE := 2.18
-CORES := 2.18 2.19 2.20 2.21
-ANSIBLE_FOR_2.18 := ansible>=11,<12
-ANSIBLE_FOR_2.19 := ansible>=12,<13
-ANSIBLE_FOR_2.20 := ansible>=13,<14
-ANSIBLE_FOR_2.21 := ansible>=14,<15
 core_venv = $(if $(filter $(DEFAULT_CORE),$1),$(VENV),$(VENV)-ansible-core-$1)
 .PRECIOUS: $(VENV)-ansible-core-%/.installed  # a made virtualenv, not an intermediate file
 

@@ -293,7 +293,7 @@ class Bench:
             log=self.logs / f"{namespace}.log",
             args=args,
             env={"ANSIBLE_ROLES_PATH": f"{REPO / 'roles'}:{BENCH / 'roles'}"},
-            tmp_dir=self.work / "tmp" / namespace,
+            own_tmp_dir=True,
             python=None if python is None else str(python),
         )
         return launcher.start(launch, ready=ready, ready_timeout=600)

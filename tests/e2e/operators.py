@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import urllib.request
 from pathlib import Path
 
@@ -40,14 +38,12 @@ class Operator:
         log_path: Path | None = None,
         own_tmp_dir: bool = False,
     ) -> None:
-        """`own_tmp_dir`: a TMPDIR of its own, made short under the system's and removed by
-        stop(): ansible-core 2.21 cannot run under one longer than versions.RPC_TMPDIR_MAX, as a
-        test's own directory can be."""
+        """`own_tmp_dir`: a TMPDIR of its own for each start (launcher.private_tmp_dir)."""
         self.workdir = workdir
         self.kubeconfig = kubeconfig
         self.namespaces = namespaces
         self.log_path = log_path or workdir / "operator.log"
-        self.tmp_dir = Path(tempfile.mkdtemp(prefix="operator-")) if own_tmp_dir else None
+        self.own_tmp_dir = own_tmp_dir
         self.launched: launcher.OperatorProcess | None = None
 
     @property
@@ -73,7 +69,7 @@ class Operator:
             log=self.log_path,
             args=["--max-concurrent-reconciles=2", *args],
             env=env or {},
-            tmp_dir=self.tmp_dir,
+            own_tmp_dir=self.own_tmp_dir,
         )
         self.launched = launcher.start(config, ready=ready)
 
@@ -83,11 +79,7 @@ class Operator:
         self.launched.kill()
 
     def stop(self) -> int | None:
-        try:
-            return None if self.launched is None else self.launched.stop()
-        finally:
-            if self.tmp_dir is not None:
-                shutil.rmtree(self.tmp_dir, ignore_errors=True)
+        return None if self.launched is None else self.launched.stop()
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

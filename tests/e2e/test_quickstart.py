@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from ansible_operator.core import ansible_cores
 from ansible_operator.devcluster import binaries
 
 from .crds import remove_crds
@@ -193,10 +194,22 @@ def test_every_quickstart_command_works(cluster, tmp_path):
         readme = (project / "README.md").read_text(encoding="utf-8")
         (line,) = [line for line in readme.splitlines() if line.startswith("pip install ")]
         requirement = f"ansible-operator-py[molecule] @ {checkout.as_uri()}"
-        assert line == f"pip install '{requirement}'"
+        newest = ansible_cores.NEWEST
+        assert line == f"pip install '{requirement}' '{newest.package}'"
+        # A new project's core is the newest: the quickstart's virtualenv (make run, molecule)
+        # and the image the project's Dockerfile built.
+        ansible_operator = str(home / ".venvs/ansible-operator/bin/ansible-operator")
+        in_image = ["dev-image", "podman", "--", "run", "--rm", "--entrypoint=ansible-operator",
+                    "registry.example.com/memcached-operator:0.1.0"]  # fmt: skip
+        for where in ([], in_image):
+            version = subprocess.run(
+                [ansible_operator, *where, "version"],
+                env=env, capture_output=True, text=True, timeout=300, check=True,
+            ).stdout  # fmt: skip
+            assert f'ansible-core version: "{newest.name}.' in version, (where, version)
         pip = home / ".venvs/ansible-operator/bin/pip"
         resolved = subprocess.run(
-            [str(pip), "install", "--dry-run", "--no-deps", "--quiet", requirement],
+            [str(pip), "install", "--dry-run", "--no-deps", "--quiet", requirement, newest.package],
             env=env,
             capture_output=True,
             text=True,

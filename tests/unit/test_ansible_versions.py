@@ -6,6 +6,7 @@ installed one is needed; the installed ones are asked too, and must agree with t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import generate_latest
 
+from ansible_operator.core import ansible_cores
 from ansible_operator.runner import find_ansible_runner, versions
 from ansible_operator.runtime.metrics import OperatorMetrics
 
@@ -261,3 +263,15 @@ def test_a_temporary_directory_where_ansible_core_cannot_listen_is_refused(past_
     else:
         assert played.returncode == 0, output
     assert bool(refusal) == (past_the_limit and found.core_release >= (2, 21))
+
+
+def test_the_kubernetes_core_a_project_pins_is_the_one_its_ansible_package_bundles():
+    """init writes the core's kubernetes.core into requirements.yml (the table's); the installed
+    `ansible` package of that core bundles the same major version (a later release of the package
+    may bring a later minor)."""
+    found = versions.probe(find_ansible_runner())
+    core = ansible_cores.find(found.core_release)
+    assert core is not None
+    manifest = Path(sysconfig.get_paths()["purelib"]) / "ansible_collections/kubernetes/core"
+    bundled = json.loads((manifest / "MANIFEST.json").read_text())["collection_info"]["version"]
+    assert bundled.split(".")[0] == core.kubernetes_core.split(".")[0], (bundled, core)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ansible_operator import __version__, cli
+from ansible_operator.core import ansible_cores
 from ansible_operator.scaffold import source
 
 FRESH_WATCHES = "---\n# +kubebuilder:scaffold:watch\n"
@@ -139,7 +140,7 @@ def test_init_s_readme_installs_the_runtime_it_was_made_with(tmp_path, monkeypat
     assert cli.main(["init", "--domain", "example.com", "--project-name", "op"]) == 0
     readme = (tmp_path / "README.md").read_text()
     wanted = source.requirement(source.direct_url(), __version__)
-    assert f"\npip install '{wanted}'\n" in readme
+    assert f"\npip install '{wanted}' '{ansible_cores.NEWEST.package}'\n" in readme
     assert "@ file://" in wanted or "==" in wanted
 
 

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 from ansible_operator import procfs
 from ansible_operator.dev import launcher
 from ansible_operator.devcluster import processes
+from ansible_operator.runner import versions
 
 
 def config(tmp_path: Path, **kwargs) -> launcher.LaunchConfig:
@@ -72,7 +74,7 @@ def test_another_virtualenvs_python_runs_the_operator_when_named(tmp_path):
 
 def test_the_environment_names_the_cluster_namespaces_and_the_projects_ansible_paths(tmp_path):
     caller = {"PATH": "/bin", "HOME": "/home/me", "ANSIBLE_FORCE_COLOR": "1", "OTHER": "x"}
-    env = launcher.environment(config(tmp_path, tmp_dir=tmp_path / "tmp"), caller)
+    env = launcher.environment(config(tmp_path), caller, tmp_path / "tmp")
     assert env["KUBECONFIG"] == str(tmp_path / "kubeconfig")
     assert env["WATCH_NAMESPACE"] == "ns1,ns2"
     assert env["ANSIBLE_ROLES_PATH"] == str(tmp_path / "project/roles")
@@ -103,11 +105,11 @@ import http.server, os, signal, subprocess, sys, threading
 args = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
 mode = os.environ.get("FAKE_MODE", "serve")
 if mode == "exit":
-    print("fake: refusing to start", flush=True)
+    print("fake: refusing to start in", os.environ.get("TMPDIR"), flush=True)
     sys.exit(3)
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
 with open(os.environ["FAKE_PIDS"], "w") as f:
-    f.write(f"{os.getpid()} {child.pid}\n")
+    f.write(f"{os.getpid()} {child.pid} {os.environ.get('TMPDIR', '-')}\n")
 def stop(*_):
     sys.exit(0)
 signal.signal(signal.SIGTERM, stop if mode != "stubborn" else signal.SIG_IGN)
@@ -147,8 +149,13 @@ def alive(pid: int) -> bool:
 
 
 def pids_of(path: Path) -> tuple[int, int]:
-    leader, child = path.read_text().split()
+    leader, child, _ = path.read_text().split()
     return int(leader), int(child)
+
+
+def tmp_dir_of(path: Path) -> Path:
+    """The TMPDIR the stand-in was started with."""
+    return Path(path.read_text().split()[2])
 
 
 def test_start_waits_until_ready_and_stop_ends_the_whole_process_group(tmp_path, fake):
@@ -188,10 +195,30 @@ def test_an_operator_that_exits_before_it_is_ready_is_one_error_with_its_log(
 ):
     monkeypatch.setenv("FAKE_MODE", "exit")
     with pytest.raises(launcher.LaunchError) as err:
-        launcher.start(config(tmp_path))
+        launcher.start(config(tmp_path, own_tmp_dir=True))
     message = str(err.value)
     assert message.startswith("the operator exited with code 3 before it was ready")
-    assert "fake: refusing to start" in message and str(tmp_path / "operator.log") in message
+    assert "fake: refusing to start in /" in message and str(tmp_path / "operator.log") in message
+    tmp_dir = message.split("fake: refusing to start in ")[1].split()[0]
+    assert not Path(tmp_dir).exists(), "a failed launch leaves no TMPDIR behind"
+
+
+def test_an_operator_of_its_own_tmp_dir_gets_a_short_one_that_stop_removes(tmp_path, fake):
+    """Short enough for ansible-core 2.21's RPC socket wherever the project or test is."""
+    operator = launcher.start(config(tmp_path, own_tmp_dir=True))
+    try:
+        tmp_dir = tmp_dir_of(fake)
+        assert tmp_dir == operator.tmp_dir and tmp_dir.is_dir()
+        assert tmp_dir.parent == Path(tempfile.gettempdir())
+        assert len(str(tmp_dir)) <= versions.RPC_TMPDIR_MAX
+    finally:
+        operator.stop()
+    assert not tmp_dir.exists()
+    without = launcher.start(config(tmp_path))
+    try:
+        assert without.tmp_dir is None and tmp_dir_of(fake) == Path(os.environ.get("TMPDIR", "-"))
+    finally:
+        without.stop()
 
 
 def test_an_operator_never_ready_is_stopped_with_its_group(tmp_path, fake, monkeypatch):
@@ -215,10 +242,11 @@ def test_an_operator_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path,
 def test_a_detached_operator_is_recorded_found_and_stopped_by_another_process(tmp_path, fake):
     state_dir = tmp_path / "state"
     state_dir.mkdir()
-    state = launcher.start_detached(config(tmp_path), state_dir)
+    state = launcher.start_detached(config(tmp_path, own_tmp_dir=True), state_dir)
     try:
         recorded = json.loads((state_dir / "operator.json").read_text())
         assert recorded["pid"] == state.pid and recorded["metrics_port"] == state.metrics_port
+        assert recorded["tmp_dir"] == str(tmp_dir_of(fake)) and tmp_dir_of(fake).is_dir()
         assert launcher.running_detached(state_dir) == state
     except BaseException:
         launcher.stop_detached(state_dir)  # a failed check leaves no process behind
@@ -234,6 +262,7 @@ def test_a_detached_operator_is_recorded_found_and_stopped_by_another_process(tm
     assert leader == state.pid
     assert launcher.running_detached(state_dir) is None
     assert not (state_dir / "operator.json").exists()
+    assert not tmp_dir_of(fake).exists(), "its TMPDIR goes with it"
     deadline = time.monotonic() + 30
     while alive(child) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from ansible_operator import cli
+from ansible_operator.core import ansible_cores
 from ansible_operator.scaffold import init
 
 REPO = Path(__file__).resolve().parents[2]
@@ -245,6 +246,37 @@ def test_a_failed_write_leaves_nothing(empty, monkeypatch, capsys):
     assert list(empty.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("argv", "core", "package", "kubernetes_core"),
+    [
+        ([], "2.21", "ansible>=14,<15", "6.6.0"),  # the newest supported, by default
+        (["--ansible-core", "2.18"], "2.18", "ansible>=11,<12", "5.4.1"),  # upstream's image's
+    ],
+)
+def test_the_chosen_ansible_core_is_the_images_and_the_virtualenvs(
+    empty, capsys, argv, core, package, kubernetes_core
+):
+    assert cli.main(["init", "--domain", "example.com", *argv]) == 0
+    assert f"(domain example.com, ansible-core {core})" in capsys.readouterr().out
+    dockerfile = (empty / "Dockerfile").read_text()
+    assert f'ARG ANSIBLE="{package}"' in dockerfile
+    assert 'pip install --no-compile --find-links=dist "$OPERATOR_PACKAGE" "$ANSIBLE"' in dockerfile
+    readme = (empty / "README.md").read_text()
+    (line,) = [line for line in readme.splitlines() if line.startswith("pip install ")]
+    assert line.endswith(f" '{package}'")
+    assert f"ansible-core {core} in a virtualenv" in readme
+    (collection,) = yaml.safe_load((empty / "requirements.yml").read_text())["collections"]
+    assert collection == {"name": "kubernetes.core", "version": kubernetes_core}
+
+
+def test_an_ansible_core_not_supported_is_refused_in_one_line(empty, capsys):
+    assert cli.main(["init", "--domain", "example.com", "--ansible-core", "2.17"]) == 1
+    assert capsys.readouterr().err == (
+        "ansible-operator init: --ansible-core=2.17: choose one of 2.18, 2.19, 2.20, 2.21\n"
+    )
+    assert list(empty.iterdir()) == []
+
+
 # --- one source: this repository is init + new-api for its kinds ---------------------------------
 
 
@@ -255,7 +287,9 @@ def rendered(tmp_path_factory) -> Path:
     project.mkdir()
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(project)
-        assert cli.main(["init", "--domain", REPO_PROJECT["domain"]]) == 0
+        # This repository's image and virtualenv are on the default core, as upstream's image.
+        argv = ["init", "--domain", REPO_PROJECT["domain"]]
+        assert cli.main([*argv, "--ansible-core", ansible_cores.DEFAULT.name]) == 0
         for resource in REPO_PROJECT["resources"]:
             argv = ["new-api", "--group", resource["group"], "--domain", resource["domain"]]
             argv += ["--version", resource["version"], "--kind", resource["kind"]]

@@ -20,6 +20,7 @@ class Core:
     release: tuple[int, int]
     package: str  # the `ansible` package requirement that installs it
     end_of_life: tuple[int, int]  # (year, month): the schedule gives a month
+    kubernetes_core: str  # the kubernetes.core that package's newest release bundles
 
     @property
     def name(self) -> str:
@@ -42,10 +43,10 @@ class Core:
 
 
 CORES = (
-    Core((2, 18), "ansible>=11,<12", (2026, 11)),
-    Core((2, 19), "ansible>=12,<13", (2027, 5)),
-    Core((2, 20), "ansible>=13,<14", (2027, 11)),
-    Core((2, 21), "ansible>=14,<15", (2028, 5)),
+    Core((2, 18), "ansible>=11,<12", (2026, 11), "5.4.1"),
+    Core((2, 19), "ansible>=12,<13", (2027, 5), "6.2.0"),
+    Core((2, 20), "ansible>=13,<14", (2027, 11), "6.4.0"),
+    Core((2, 21), "ansible>=14,<15", (2028, 5), "6.6.0"),
 )
 """Every supported core, oldest first; each is tested by CI on every change."""
 
@@ -58,6 +59,11 @@ NEWEST = CORES[-1]
 def find(release: tuple[int, int]) -> Core | None:
     """The supported core of this release (major, minor), or None."""
     return next((core for core in CORES if core.release == release), None)
+
+
+def named(name: str) -> Core | None:
+    """The supported core named as `2.21`, or None."""
+    return next((core for core in CORES if core.name == name), None)
 
 
 def supported_range() -> str:

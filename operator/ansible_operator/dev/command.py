@@ -127,7 +127,7 @@ def _operator(args: argparse.Namespace) -> int:
         namespaces=[args.namespace],
         log=directory / "operator.log",
         args=["--watches-file=./watches.yaml"],
-        tmp_dir=directory / "tmp",
+        own_tmp_dir=True,
         clean_environment=True,  # nothing of molecule's ANSIBLE_* settings leaks into the runs
     )
     try:

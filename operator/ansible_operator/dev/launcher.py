@@ -3,8 +3,9 @@
 ``make run``, molecule's ``create.yml`` and the e2e fixtures all launch the operator through
 `start`: loopback ports of its own (metrics and probes picked free, the proxy's and the user
 metrics' chosen by the operator itself), the environment its Ansible runs need, its output in a
-log file (or the terminal), and readiness on ``/readyz``. The operator runs in a session of its
-own, so `stop` reaches every process it started; a launch that fails leaves no process behind.
+log file (or the terminal), a TMPDIR of its own if asked, and readiness on ``/readyz``. The
+operator runs in a session of its own, so `stop` reaches every process it started; a launch that
+fails leaves no process behind.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -48,7 +51,7 @@ class LaunchConfig:
     log: Path | None  # None: the caller's terminal
     args: Sequence[str] = ()  # more `run` flags; a flag given here replaces the launcher's
     env: Mapping[str, str] = field(default_factory=dict)  # set last, over everything
-    tmp_dir: Path | None = None  # TMPDIR of its own
+    own_tmp_dir: bool = False  # a TMPDIR of its own (`private_tmp_dir`), gone when it stops
     clean_environment: bool = False  # True: only PATH and HOME of the caller's environment
     python: str | None = None  # the interpreter (of a virtualenv) to run it with; None: this one
 
@@ -93,9 +96,18 @@ def command(config: LaunchConfig, free: Sequence[int]) -> tuple[list[str], Ports
     return argv, ports
 
 
-def environment(config: LaunchConfig, caller: Mapping[str, str]) -> dict[str, str]:
+def private_tmp_dir() -> Path:
+    """A TMPDIR for one operator, short and under the system's: ansible-core 2.21 puts its RPC
+    socket under TMPDIR and cannot run under one longer than versions.RPC_TMPDIR_MAX (the
+    operator refuses to start there), as a directory of a project or of a test can be."""
+    return Path(tempfile.mkdtemp(prefix="ansible-operator-"))
+
+
+def environment(
+    config: LaunchConfig, caller: Mapping[str, str], tmp_dir: Path | None = None
+) -> dict[str, str]:
     """The operator's environment: the caller's (or only its PATH and HOME), then what the
-    operator and its runs need, then ``config.env``."""
+    operator and its runs need (TMPDIR: `tmp_dir`, if given), then ``config.env``."""
     if config.clean_environment:
         env = {k: caller[k] for k in KEPT_IN_CLEAN_ENVIRONMENT if k in caller}
         env["LANG"] = "C.UTF-8"
@@ -109,19 +121,26 @@ def environment(config: LaunchConfig, caller: Mapping[str, str]) -> dict[str, st
         # An ephemeral port: operators launched side by side never compete for 5050.
         ANSIBLE_OPERATOR_USER_METRICS_ADDRESS="127.0.0.1:0",
     )
-    if config.tmp_dir is not None:
-        env["TMPDIR"] = str(config.tmp_dir)
+    if tmp_dir is not None:
+        env["TMPDIR"] = str(tmp_dir)
     env.update(config.env)
     return env
 
 
 class OperatorProcess:
-    """A launched operator: its process, ports and log."""
+    """A launched operator: its process, ports, log and TMPDIR of its own (if it has one)."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], ports: Ports, log: Path | None) -> None:
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        ports: Ports,
+        log: Path | None,
+        tmp_dir: Path | None = None,
+    ) -> None:
         self.proc = proc
         self.ports = ports
         self.log = log
+        self.tmp_dir = tmp_dir
         started = procfs.start_time(proc.pid)
         self.ref = processes.ProcessRef(proc.pid, started if started is not None else -1)
 
@@ -160,12 +179,20 @@ class OperatorProcess:
     def stop(self, grace: float = STOP_GRACE) -> int:
         """Stop the operator and its process group (see `stop_group`); its exit code."""
         stop_group(self.proc.pid, lambda: self.proc.poll() is not None, grace)
-        return self.proc.wait()
+        code = self.proc.wait()
+        _remove(self.tmp_dir)
+        return code
 
     def kill(self) -> int:
-        """SIGKILL to the operator alone, as a crash or an OOM kill would end it."""
+        """SIGKILL to the operator alone, as a crash or an OOM kill would end it (its TMPDIR
+        stays, as it would then: `stop` removes it)."""
         self.proc.kill()
         return self.proc.wait()
+
+
+def _remove(tmp_dir: Path | str | None) -> None:
+    if tmp_dir is not None:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
 def stop_group(pgid: int, exited: Callable[[], bool], grace: float = STOP_GRACE) -> None:
@@ -197,23 +224,26 @@ def start(
 ) -> OperatorProcess:
     """Start the operator; with ``ready``, return only once it answers on ``/readyz``."""
     argv, ports = command(config, processes.free_ports(2))
-    env = environment(config, os.environ)
-    if config.log is not None:
-        config.log.parent.mkdir(parents=True, exist_ok=True)
-    if config.tmp_dir is not None:
-        config.tmp_dir.mkdir(parents=True, exist_ok=True)
-    with contextlib.ExitStack() as files:
-        out = files.enter_context(open(config.log, "ab")) if config.log is not None else None
-        proc = subprocess.Popen(
-            argv,
-            cwd=config.workdir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT if out is not None else None,
-            start_new_session=True,  # its own process group; Ctrl-C reaches it through us
-        )
-    launched = OperatorProcess(proc, ports, config.log)
+    tmp_dir = private_tmp_dir() if config.own_tmp_dir else None
+    env = environment(config, os.environ, tmp_dir)
+    try:
+        if config.log is not None:
+            config.log.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.ExitStack() as files:
+            out = files.enter_context(open(config.log, "ab")) if config.log is not None else None
+            proc = subprocess.Popen(
+                argv,
+                cwd=config.workdir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT if out is not None else None,
+                start_new_session=True,  # its own process group; Ctrl-C reaches it through us
+            )
+    except BaseException:
+        _remove(tmp_dir)
+        raise
+    launched = OperatorProcess(proc, ports, config.log, tmp_dir)
     if ready:
         launched.wait_ready(ready_timeout)
     return launched
@@ -233,6 +263,7 @@ class Detached:
     metrics_port: int | None
     probe_port: int | None
     log: str
+    tmp_dir: str | None = None  # its TMPDIR of its own, which `stop_detached` removes
 
     def ref(self) -> processes.ProcessRef:
         return processes.ProcessRef(self.pid, self.start_time)
@@ -257,6 +288,7 @@ def start_detached(config: LaunchConfig, directory: Path) -> Detached:
         launched.ports.metrics,
         launched.ports.probes,
         str(config.log),
+        None if launched.tmp_dir is None else str(launched.tmp_dir),
     )
     state.save(directory)
     return state
@@ -270,10 +302,13 @@ def running_detached(directory: Path) -> Detached | None:
 
 def stop_detached(directory: Path, grace: float = STOP_GRACE) -> bool:
     """Stop the operator recorded in ``directory`` and forget it; whether one was running."""
+    recorded = Detached.load(directory)
     state = running_detached(directory)
     if state is not None:
         ref = state.ref()
         stop_group(ref.pid, lambda: not processes.is_running(ref), grace)
+    if recorded is not None:
+        _remove(recorded.tmp_dir)
     with contextlib.suppress(FileNotFoundError):
         (directory / STATE_FILE).unlink()
     return state is not None

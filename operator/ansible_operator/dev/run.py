@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import signal
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -89,21 +88,20 @@ async def _run(
         if not given_cluster:
             _say("Then: ansible-operator dev-cluster down stops the local cluster.")
         _say()
-        with tempfile.TemporaryDirectory(prefix="ansible-operator-run.") as tmp:
-            config = launcher.LaunchConfig(
-                workdir=project_dir,
-                project=project_dir,
-                kubeconfig=kubeconfig,
-                namespaces=[namespace],
-                log=None,  # the terminal
-                args=["--watches-file=./watches.yaml"],
-                tmp_dir=Path(tmp),
-            )
+        config = launcher.LaunchConfig(
+            workdir=project_dir,
+            project=project_dir,
+            kubeconfig=kubeconfig,
+            namespaces=[namespace],
+            log=None,  # the terminal
+            args=["--watches-file=./watches.yaml"],
+            own_tmp_dir=True,
+        )
 
-            def apply_samples() -> str:
-                return kubectl("apply", "-k", str(project_dir / "config/samples"), "-n", namespace)
+        def apply_samples() -> str:
+            return kubectl("apply", "-k", str(project_dir / "config/samples"), "-n", namespace)
 
-            return await _supervise(config, client, apply_samples, samples, namespace)
+        return await _supervise(config, client, apply_samples, samples, namespace)
     finally:
         await client.close()
 

@@ -2,7 +2,8 @@
 
 The project's files are the package data under ``templates/init`` (``dot-x`` is written as
 ``.x``), with ``@{project_name}``, ``@{domain}``, ``@{operator_version}`` and
-``@{install_requirement}`` (``source.requirement``) filled in, plus the
+``@{install_requirement}`` (``source.requirement``), ``@{ansible_core}``, ``@{ansible_package}``
+and ``@{kubernetes_core}`` (the chosen core's, ``core.ansible_cores``) filled in, plus the
 molecule harness of ``templates/new_api/molecule/common`` and a PROJECT file. This repository is
 itself such a project (tests/unit/test_init.py checks that its generic files are these bytes).
 Every check runs before the first write, and the files are written into a staging directory
@@ -20,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from ansible_operator import __version__
+from ansible_operator.core import ansible_cores
 from ansible_operator.scaffold import new_api, project_file, source
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -65,14 +67,28 @@ def check_empty(project: Path) -> None:
         raise InitError(f"{project} is not empty (only .git may be there): {', '.join(in_the_way)}")
 
 
-def files(project_name: str, domain: str) -> dict[str, str]:
-    """Every file of a new project: relative path -> text."""
+def check_core(name: str) -> ansible_cores.Core:
+    core = ansible_cores.named(name)
+    if core is None:
+        raise InitError(
+            f"--ansible-core={name}: choose one of {', '.join(c.name for c in ansible_cores.CORES)}"
+        )
+    return core
+
+
+def files(
+    project_name: str, domain: str, core: ansible_cores.Core = ansible_cores.NEWEST
+) -> dict[str, str]:
+    """Every file of a new project, its image and virtualenv on `core`: relative path -> text."""
     values = {
         "project_name": project_name,
         "domain": domain,
         "operator_version": __version__,
         # what installs this very runtime again (the README's first step)
         "install_requirement": source.requirement(source.direct_url(), __version__),
+        "ansible_core": core.name,
+        "ansible_package": core.package,
+        "kubernetes_core": core.kubernetes_core,
     }
     out = {}
     root = TEMPLATES / "init"
@@ -141,6 +157,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="the project's name, a DNS label; prefixes its objects' names "
         "(default: the directory's name)",
     )
+    parser.add_argument(
+        "--ansible-core",
+        default=ansible_cores.NEWEST.name,
+        help="the ansible-core of the project's image and virtualenv, one of "
+        f"{', '.join(core.name for core in ansible_cores.CORES)} (default: %(default)s, the "
+        f"newest; {ansible_cores.DEFAULT.name} is upstream's image's, for an operator ported "
+        "from it)",
+    )
     parser.add_argument("--group", help="with --version and --kind: add this kind (new-api)")
     parser.add_argument("--version", help="with --group and --kind: e.g. v1alpha1")
     parser.add_argument("--kind", help="with --group and --version: CamelCase, e.g. Memcached")
@@ -175,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--generate-playbook needs --group, --version and --kind")
     try:
         check_domain(args.domain)
+        core = check_core(args.ansible_core)
         name = args.project_name or project.name
         check_project_name(name, from_directory=args.project_name is None)
         api = None
@@ -189,12 +214,12 @@ def run(args: argparse.Namespace) -> int:
                 project=project,
             )
         check_empty(project)
-        write(project, files(name, args.domain))
+        write(project, files(name, args.domain, core))
     except (InitError, new_api.NewApiError) as err:
         return _fail(str(err))
     except OSError as err:
         return _fail(f"cannot write the project in {project}: {err.strerror or err}")
-    print(f"wrote the project {name} (domain {args.domain}) in {project}")
+    print(f"wrote the project {name} (domain {args.domain}, ansible-core {core.name}) in {project}")
     if api is not None:
         return new_api.run_resolved(project, project / "watches.yaml", api)
     print(
