@@ -184,10 +184,12 @@ class OperatorProcess:
         return code
 
     def kill(self) -> int:
-        """SIGKILL to the operator alone, as a crash or an OOM kill would end it (its TMPDIR
-        stays, as it would then: `stop` removes it)."""
+        """SIGKILL to the operator alone, as a crash or an OOM kill would end it. Its TMPDIR
+        goes too: a start after it makes another."""
         self.proc.kill()
-        return self.proc.wait()
+        code = self.proc.wait()
+        _remove(self.tmp_dir)
+        return code
 
 
 def _remove(tmp_dir: Path | str | None) -> None:
