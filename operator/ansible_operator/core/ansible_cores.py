@@ -56,6 +56,10 @@ NEWEST = CORES[-1]
 """The one maintained longest: what a new project starts on, and where to move an old one."""
 
 
+NAMES = tuple(core.name for core in CORES)
+"""`2.18`, `2.19`...: what a command line names a core by."""
+
+
 def find(release: tuple[int, int]) -> Core | None:
     """The supported core of this release (major, minor), or None."""
     return next((core for core in CORES if core.release == release), None)
@@ -68,8 +72,7 @@ def named(name: str) -> Core | None:
 
 def supported_range() -> str:
     """The supported cores in words, for the one-line refusals."""
-    names = [core.name for core in CORES]
     return (
-        f"ansible-core {', '.join(names[:-1])} or {names[-1]} ({DEFAULT.name} is the default, "
+        f"ansible-core {', '.join(NAMES[:-1])} or {NAMES[-1]} ({DEFAULT.name} is the default, "
         "as upstream's image)"
     )

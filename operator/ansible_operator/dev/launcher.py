@@ -304,13 +304,13 @@ def running_detached(directory: Path) -> Detached | None:
 
 def stop_detached(directory: Path, grace: float = STOP_GRACE) -> bool:
     """Stop the operator recorded in ``directory`` and forget it; whether one was running."""
-    recorded = Detached.load(directory)
-    state = running_detached(directory)
+    state = Detached.load(directory)
+    running = state is not None and processes.is_running(state.ref())
     if state is not None:
-        ref = state.ref()
-        stop_group(ref.pid, lambda: not processes.is_running(ref), grace)
-    if recorded is not None:
-        _remove(recorded.tmp_dir)
+        if running:
+            ref = state.ref()
+            stop_group(ref.pid, lambda: not processes.is_running(ref), grace)
+        _remove(state.tmp_dir)
     with contextlib.suppress(FileNotFoundError):
         (directory / STATE_FILE).unlink()
-    return state is not None
+    return running

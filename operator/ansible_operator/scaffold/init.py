@@ -70,9 +70,7 @@ def check_empty(project: Path) -> None:
 def check_core(name: str) -> ansible_cores.Core:
     core = ansible_cores.named(name)
     if core is None:
-        raise InitError(
-            f"--ansible-core={name}: choose one of {', '.join(c.name for c in ansible_cores.CORES)}"
-        )
+        raise InitError(f"--ansible-core={name}: choose one of {', '.join(ansible_cores.NAMES)}")
     return core
 
 
@@ -161,7 +159,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--ansible-core",
         default=ansible_cores.NEWEST.name,
         help="the ansible-core of the project's image and virtualenv, one of "
-        f"{', '.join(core.name for core in ansible_cores.CORES)} (default: %(default)s, the "
+        f"{', '.join(ansible_cores.NAMES)} (default: %(default)s, the "
         f"newest; {ansible_cores.DEFAULT.name} is upstream's image's, for an operator ported "
         "from it)",
     )
