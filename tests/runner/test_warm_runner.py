@@ -7,8 +7,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,11 +85,23 @@ def test_each_run_reads_its_own_ansible_settings(
         assert result.outcome.artifact_data == {"roles_path_seen": which}
 
 
+@pytest.fixture
+def short_tmpdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """TMPDIR for the processes a runner starts from here on: a new directory, short enough for
+    2.21's RPC socket (pytest's own can be too long)."""
+    path = Path(tempfile.mkdtemp(prefix="tmpdir-", dir="/tmp"))
+    monkeypatch.setenv("TMPDIR", str(path))
+    yield path
+    shutil.rmtree(path)
+
+
 @pytest.mark.ansible_core
 def test_a_run_leaves_no_local_temporary_directory_behind(
-    runner: ColdRunner, make_request: MakeRequest, tmp_path: Path
+    runner: ColdRunner, make_request: MakeRequest, tmp_path: Path, short_tmpdir: Path
 ) -> None:
-    # Ansible makes its local temporary directory when imported and removes it at exit.
+    # Ansible makes its local temporary directory when imported and removes it at exit; 2.21's
+    # ansible-playbook makes a directory for its RPC server's socket under TMPDIR
+    # (multiprocessing's pymp-*), removed by multiprocessing's own exit hook.
     local = tmp_path / "local-tmp"
     for role in ("leaker", "greeter"):  # a module task (packaged there), and a debug task
         request = make_request(
@@ -101,6 +116,7 @@ def test_a_run_leaves_no_local_temporary_directory_behind(
         runner.close()
         assert server.wait(60) == 0
     assert list(local.iterdir()) == []
+    assert list(short_tmpdir.iterdir()) == []
 
 
 @pytest.mark.ansible_core

@@ -9,10 +9,20 @@ one). The atexit module has no public call for either.
 from __future__ import annotations
 
 import atexit
+import sys
 
 
 def forget_inherited() -> None:
+    """Drop the parent's hooks, keeping those a new interpreter's imports would register: a module
+    the parent imported (the fork server preloads them) registers its hook only once, in the
+    parent. multiprocessing's removes the directory of 2.21's RPC socket (pymp-*) and runs only
+    this process's finalizers; it also stops and joins the process's multiprocessing children,
+    so the parent's are forgotten first, as multiprocessing's own children do."""
     atexit._clear()
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is not None:
+        sys.modules["multiprocessing.process"]._children = set()
+        atexit.register(mp_util._exit_function)
 
 
 def run_own() -> None:
