@@ -21,8 +21,10 @@ from ansible_operator.kube.client import ResourceInfo
 from ansible_operator.kube.discovery import Discovery
 from ansible_operator.runner import FailedTask, RunnerError, RunRequest, RunResult
 from ansible_operator.runtime.flags import Ansible, RunSettings
+from ansible_operator.runtime.metrics import OperatorMetrics
 from ansible_operator.runtime.reconcile import ReconcileError, Result, TerminalError
 from ansible_operator.runtime.reconciler import Reconciler
+from ansible_operator.runtime.run_observers import LoggedRuns, Observers
 from ansible_operator.runtime.session import RunSession
 from tests.unit.fake_api import FakeApi, Request
 from tests.unit.fake_runner import ScriptedRunner, failed, result, succeeded
@@ -116,6 +118,7 @@ def world(
         runner=runner,
         proxy=proxy,
         settings=settings or RunSettings(),
+        observers=Observers([LoggedRuns((settings or RunSettings()).logging)]),
         runner_base=tmp_path,
         extra_env=extra_env,
     )
@@ -131,6 +134,7 @@ def world(
         session=session,
         resource=resource,
         reconcile_period=3600.0,
+        metrics=OperatorMetrics(),
         clock=lambda: T0,
         ansible_names=ansible_names,
     )

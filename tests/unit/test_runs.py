@@ -217,6 +217,7 @@ def run(h: RunHistory, base: Path, ident: str, name: str = "mc", **finish: Any) 
         trigger=triggers.periodic(60),
         finalizing=False,
         ansible="/roles/memcached",
+        timeline=Timeline(),
     )
     h.finish(record, finish.get("result"), outcome=finish.get("outcome", "Succeeded"))
 
@@ -231,6 +232,7 @@ def test_a_record_is_written_as_the_run_starts_and_again_when_it_ends(tmp_path: 
         trigger=triggers.of_event("create", None, cr(), resync=False),
         finalizing=False,
         ansible="/roles/memcached",
+        timeline=Timeline(),
     )
     on_disk = json.loads((tmp_path / "in/runs/run-1.json").read_text())
     assert (on_disk["outcome"], on_disk["ended"], on_disk["trigger"]["reason"]) == (
@@ -286,6 +288,7 @@ def test_records_are_read_back_after_a_restart_and_a_run_cut_short_says_so(tmp_p
         trigger=triggers.periodic(60),
         finalizing=False,
         ansible="/roles/memcached",
+        timeline=Timeline(),
     )
     after = history(tmp_path)
     [kind] = after.kinds()
@@ -318,6 +321,7 @@ def test_only_the_records_of_the_watched_kinds_and_namespaces_are_read_and_bound
             trigger=triggers.periodic(60),
             finalizing=False,
             ansible="/roles/x",
+            timeline=Timeline(),
         )
         h.finish(started, None, outcome="Succeeded")
 

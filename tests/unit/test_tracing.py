@@ -27,12 +27,20 @@ from ansible_operator.kube.discovery import Discovery
 from ansible_operator.runner import EventCallback, RunRequest, RunResult
 from ansible_operator.runtime import logs
 from ansible_operator.runtime.flags import RunSettings
+from ansible_operator.runtime.metrics import OperatorMetrics
 from ansible_operator.runtime.reconcile import TRIGGER, ReconcileError
 from ansible_operator.runtime.reconciler import Reconciler
+from ansible_operator.runtime.run_observers import (
+    LoggedRuns,
+    Observers,
+    RecordedRuns,
+    TracedRuns,
+)
 from ansible_operator.runtime.runs import RunHistory
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.tracing import (
     EXPORTER_LOGGER,
+    UNTRACED,
     CountingExporter,
     Tracing,
     TracingError,
@@ -188,7 +196,14 @@ class EventRunner:
 
 
 class Traced:
-    def __init__(self, tmp_path: Path, outcome: RunResult, events: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        outcome: RunResult,
+        events: list[dict[str, Any]],
+        *,
+        traced: bool = True,
+    ) -> None:
         self.exporter = InMemorySpanExporter()
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
@@ -210,9 +225,14 @@ class Traced:
             runner=self.runner,
             proxy=FakeProxy(),
             settings=RunSettings(),
+            observers=Observers(
+                [
+                    *([TracedRuns(self.tracing)] if traced else []),
+                    RecordedRuns(self.history),
+                    LoggedRuns(RunSettings().logging),
+                ]
+            ),
             runner_base=tmp_path,
-            history=self.history,
-            tracing=self.tracing,
         )
         discovery = Discovery(self.api)
 
@@ -225,7 +245,8 @@ class Traced:
             session=session,
             resource=resource,
             reconcile_period=3600.0,
-            tracing=self.tracing,
+            metrics=OperatorMetrics(),
+            tracing=self.tracing if traced else UNTRACED,
         )
 
     def reconcile(self) -> None:
@@ -341,9 +362,7 @@ def test_a_successful_reconcile_has_no_error_status(tmp_path: Path) -> None:
 
 
 def test_without_tracing_the_record_has_no_trace_id(tmp_path: Path) -> None:
-    world = Traced(tmp_path, succeeded(), EVENTS[:2])
-    world.reconciler.tracing = None
-    world.reconciler.session.tracing = None
+    world = Traced(tmp_path, succeeded(), EVENTS[:2], traced=False)
     world.reconcile()
     assert world.exporter.get_finished_spans() == ()
     [summary] = world.history.runs("test.example.com", "v1", "Thing", "ns", "a")

@@ -95,11 +95,19 @@ from ansible_operator.runtime.readiness import Readiness
 from ansible_operator.runtime.reconciler import Reconciler, utc_now
 from ansible_operator.runtime.recorder import EventRecorder
 from ansible_operator.runtime.related import RelatedWatches
+from ansible_operator.runtime.run_observers import (
+    CountedRuns,
+    LoggedRuns,
+    Observers,
+    RecordedRuns,
+    TracedRuns,
+)
 from ansible_operator.runtime.runnables import Elector, Group, Manager, Runnable, Served, always
 from ansible_operator.runtime.runs import RunHistory
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.shards import ShardedControllers, ShardKeeper
 from ansible_operator.runtime.shutdown import RunGate, handle_signals, on_stop_signal
+from ansible_operator.runtime.tracing import UNTRACED
 from ansible_operator.runtime.user_metrics import (
     UserMetrics,
     UserMetricsServer,
@@ -183,6 +191,15 @@ class Operator:
             max_bytes=settings.runs.run_history_size,
             kinds=[watch.gvk for watch in watches],
             namespaces=settings.watching.watch_namespaces,
+        )
+        # What every run tells: its span first (the record carries its trace id), its record.
+        self.run_observers = Observers(
+            [
+                *([TracedRuns(self.tracing)] if self.tracing is not None else []),
+                *([RecordedRuns(self.history)] if self.history.enabled else []),
+                CountedRuns(self.metrics),
+                LoggedRuns(settings.logging),
+            ]
         )
         metrics_auth = MetricsAuth(self.client) if settings.serving.metrics_require_rbac else None
         try:
@@ -405,10 +422,8 @@ class Operator:
             runner=self.runner,
             proxy=self.proxy,
             settings=self.settings,
-            metrics=self.metrics,
+            observers=self.run_observers,
             extra_env=self.user_metrics_server.run_env,
-            history=self.history,
-            tracing=self.tracing,
         )
         reconciler = Reconciler(
             watch,
@@ -418,7 +433,7 @@ class Operator:
             reconcile_period=self.settings.reconcile.reconcile_period,
             gate=self.gate,
             metrics=self.metrics,
-            tracing=self.tracing,
+            tracing=self.tracing or UNTRACED,
         )
         self.reconcilers.append(reconciler)
         controller = Controller(

@@ -41,7 +41,7 @@ from ansible_operator.runtime.recorder import EventRecorder
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.shutdown import Interrupted, RunGate
 from ansible_operator.runtime.status import StatusWriter
-from ansible_operator.runtime.tracing import Tracing
+from ansible_operator.runtime.tracing import UNTRACED, Tracing, Untraced
 
 log = logging.getLogger("reconciler")
 DELETED_DURING_RUN_REQUEUE = 0.0  # run the finalizer at once rather than upstream's 5 s later
@@ -67,8 +67,8 @@ class Reconciler:
         clock: Callable[[], datetime.datetime] = utc_now,
         gate: RunGate | None = None,
         ansible_names: frozenset[str] = frozenset(),
-        metrics: OperatorMetrics | None = None,  # None: loops reported, not counted (tests)
-        tracing: Tracing | None = None,  # None: no traces
+        metrics: OperatorMetrics,
+        tracing: Tracing | Untraced = UNTRACED,
     ) -> None:
         self.watch = watch
         self.client = client
@@ -85,8 +85,6 @@ class Reconciler:
         self.tracing = tracing
 
     async def __call__(self, key: Key) -> Result:
-        if self.tracing is None:
-            return await self._reconcile_key(key)
         with self.tracing.reconcile(self.watch.gvk, key, TRIGGER.get()):
             return await self._reconcile_key(key)
 
@@ -204,8 +202,7 @@ class Reconciler:
             },
         )
         await self.events.dependent_loop(live, message)
-        if self.metrics is not None:
-            self.metrics.dependent_loop(str(self.watch.gvk))
+        self.metrics.dependent_loop(str(self.watch.gvk))
 
     async def _read(self, resource: ResourceInfo, key: Key, what: str) -> dict[str, Any] | None:
         """The object as it is now; None (and its input dir removed) when it is gone."""

@@ -63,7 +63,7 @@ class RunRecord:
     finalizing: bool
     ansible: str
     started: datetime.datetime
-    timeline: Timeline = field(default_factory=Timeline)
+    timeline: Timeline
     ended: datetime.datetime | None = None
     outcome: str = "Running"
     message: str = ""
@@ -161,6 +161,7 @@ class RunHistory:
         trigger: triggers.Trigger,
         finalizing: bool,
         ansible: str,
+        timeline: Timeline,
         trace_id: str | None = None,
     ) -> RunRecord:
         meta = objects.metadata(obj)
@@ -178,6 +179,7 @@ class RunHistory:
             finalizing=finalizing,
             ansible=ansible,
             started=self.clock(),
+            timeline=timeline,
             trace_id=trace_id,
         )
         self._live[ident] = record

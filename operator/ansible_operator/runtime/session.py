@@ -3,8 +3,9 @@
 A run acts for its CR only: the proxy hands it a token of its own, which the kubeconfig written
 for this run carries, and both are gone when the run returns, however it ends. The runner's
 input (extra vars, verbosity, artifacts to keep, ``--ansible-args``, timeout, environment) is
-assembled here from the watch, the flags and the CR's annotations; the run's events, stats and
-warnings go to the log as it goes. The CR's input directory lives until the CR is gone.
+assembled here from the watch, the flags and the CR's annotations; its observers (its log lines,
+metrics, record and span: ``run_observers``) are told of it as it goes. The CR's input directory
+lives until the CR is gone.
 """
 
 from __future__ import annotations
@@ -29,26 +30,18 @@ from ansible_operator.core import (
 from ansible_operator.kube import kubeconfig
 from ansible_operator.runner import (
     DEFAULT_BASE_DIR,
-    EventLogger,
-    LogEventsMode,
     Runner,
     RunRequest,
     RunResult,
-    Timeline,
     input_dir_path,
-    log_debug_result,
-    log_stats_stdout,
     new_ident,
     remove_input_dir,
 )
 from ansible_operator.runtime.flags import RunSettings
-from ansible_operator.runtime.metrics import OperatorMetrics
 from ansible_operator.runtime.reconcile import TRIGGER
-from ansible_operator.runtime.runs import RunHistory
-from ansible_operator.runtime.tracing import Tracing
+from ansible_operator.runtime.run_observers import Observers, Run, RunEnd
 
 log = logging.getLogger("reconciler")
-runner_log = logging.getLogger("runner")
 
 
 class RunProxy(Protocol):
@@ -71,22 +64,17 @@ class RunSession:
         runner: Runner,
         proxy: RunProxy,
         settings: RunSettings,
-        metrics: OperatorMetrics | None = None,
+        observers: Observers,
         runner_base: Path = DEFAULT_BASE_DIR,
         extra_env: Callable[[], Mapping[str, str]] = dict,
-        history: RunHistory | None = None,  # None: runs are not recorded
-        tracing: Tracing | None = None,  # None: no traces
     ) -> None:
         self.watch = watch
         self.runner = runner
         self.proxy = proxy
         self.settings = settings
-        self.metrics = metrics
+        self.observers = observers
         self.runner_base = runner_base
         self._extra_env = extra_env  # read at each run: e.g. the user metrics URL, once bound
-        self.history = history if history is not None and history.enabled else None
-        self.tracing = tracing
-        self._log_events = LogEventsMode.parse(settings.logging.ansible_log_events)
         self._cap_said = False
 
     async def run(self, obj: dict[str, Any], *, finalizing: bool) -> RunResult:
@@ -137,25 +125,24 @@ class RunSession:
                 timeout=self.watch.run_timeout or self.settings.ansible.ansible_run_timeout,
                 extra_env=dict(self._extra_env()),
             )
-            event_logger = EventLogger(
-                self._log_events,
-                logger=runner_log,
+            run = Run(
+                gvk=gvk,
+                obj=obj,
                 ident=ident,
-                gvk=str(gvk),
-                verbosity=min(
+                input_dir=request.private_data_dir,
+                ansible=playbook or role or "",
+                trigger=TRIGGER.get(),
+                finalizing=finalizing,
+                log_verbosity=min(
                     log_verbosity(annotations, self.settings.environ.get("ANSIBLE_VERBOSITY")),
                     run_verbosity if annotated else MAX_VERBOSITY,
                 ),
             )
-            result = await self._recorded(request, event_logger, obj, finalizing=finalizing)
-            if self.metrics is not None:
-                self.metrics.observe_run(str(gvk), result.duration, result.ok)
+            return await self._observed(run, request)
         finally:
             self.proxy.unregister(token)
             with contextlib.suppress(OSError):
                 os.unlink(kubeconfig_path)
-        self._log_result(result, ident=ident, namespace=namespace, name=name)
-        return result
 
     def _capped(self, requested: int, own: int, namespace: str, name: str) -> int:
         """The verbosity a CR's annotation asked for, at most the watch's `maxVerbosity` (by
@@ -174,77 +161,28 @@ class RunSession:
             )
         return cap
 
-    async def _recorded(
-        self,
-        request: RunRequest,
-        event_logger: EventLogger,
-        obj: dict[str, Any],
-        *,
-        finalizing: bool,
-    ) -> RunResult:
-        """The run, with its record (``runs``) when runs are recorded, and its span (``tracing``)
-        when traces are on."""
-        if self.history is None and self.tracing is None:
-            return await self.runner.run(request, on_event=event_logger)
-        ansible = request.playbook or request.role or ""
-        with contextlib.ExitStack() as spans:
-            traced = None
-            if self.tracing is not None:
-                traced = spans.enter_context(self.tracing.run(request.ident, obj, ansible))
-            record = None
-            timeline = Timeline()
-            if self.history is not None:
-                record = self.history.begin(
-                    gvk=self.watch.gvk,
-                    obj=obj,
-                    input_dir=request.private_data_dir,
-                    ident=request.ident,
-                    trigger=TRIGGER.get(),
-                    finalizing=finalizing,
-                    ansible=ansible,
-                    trace_id=self.tracing.trace_id() if self.tracing is not None else None,
-                )
-                timeline = record.timeline
-
-            def on_event(event: dict[str, Any]) -> None:
-                event_logger(event)
-                timeline.feed(event)
-
-            result = None
-            outcome = "Interrupted"  # unless the run ends or fails: cancelled by a stop
-            try:
-                result = await self.runner.run(request, on_event=on_event)
-                outcome = "Succeeded" if result.ok else "Failed"
-                return result
-            except Exception as err:
-                outcome = "Failed"
-                if record is not None:
-                    record.message = str(err)
-                raise
-            finally:
-                if self.history is not None and record is not None:
-                    self.history.finish(record, result, outcome=outcome)
-                if traced is not None:
-                    traced.finish(timeline, result, outcome)
+    async def _observed(self, run: Run, request: RunRequest) -> RunResult:
+        """The run, its observers told as it starts, of each event, and as it ends."""
+        listeners = self.observers.started(run)
+        result = None
+        outcome, error = "Interrupted", ""  # unless the run ends or fails: cancelled by a stop
+        try:
+            result = await self.runner.run(request, on_event=listeners.event)
+            outcome = "Succeeded" if result.ok else "Failed"
+            return result
+        except Exception as err:
+            outcome, error = "Failed", str(err)
+            raise
+        finally:
+            listeners.finished(RunEnd(result, outcome, error))
 
     def forget(self, namespace: str, name: str) -> None:
         """The object is gone: its runner input dir, artifacts and run records go with it."""
         remove_input_dir(self._input_dir(namespace, name), base=self.runner_base)
-        if self.history is not None:
-            self.history.forget(self.watch.gvk, namespace, name)
+        self.observers.forget(self.watch.gvk, namespace, name)
 
     def _input_dir(self, namespace: str, name: str) -> Path:
         gvk = self.watch.gvk
         return input_dir_path(
             gvk.group, gvk.version, gvk.kind, namespace, name, base=self.runner_base
         )
-
-    def _log_result(self, result: RunResult, *, ident: str, namespace: str, name: str) -> None:
-        where = {"gvk": str(self.watch.gvk), "name": name, "namespace": namespace, "ident": ident}
-        log_stats_stdout(runner_log, result.outcome.stats_stdout, **where)
-        for warning in result.outcome.warnings:
-            runner_log.warning(warning, extra={"job": ident})
-        if self.settings.logging.ansible_debug_logs:
-            log_debug_result(
-                runner_log, result.stdout_path, hidden=result.outcome.hidden_output, **where
-            )

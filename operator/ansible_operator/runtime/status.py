@@ -22,7 +22,7 @@ from ansible_operator.core import conditions, exponential_delay
 from ansible_operator.kube import Api, ApiError, ResourceInfo, Unreachable
 from ansible_operator.runner import RunResult
 from ansible_operator.runtime.reconcile import ReconcileError
-from ansible_operator.runtime.tracing import Tracing
+from ansible_operator.runtime.tracing import UNTRACED, Tracing, Untraced
 
 CONFLICT_RETRIES = 10
 log = logging.getLogger("status")
@@ -89,7 +89,7 @@ class StatusWriter:
         obj: dict[str, Any],
         *,
         clock: Clock,
-        tracing: Tracing | None = None,  # each write a span when traces are on
+        tracing: Tracing | Untraced = UNTRACED,  # each write a span when traces are on
     ) -> None:
         meta = obj["metadata"]
         self._client = client
@@ -160,9 +160,6 @@ class StatusWriter:
     async def _write(
         self, what: str, update: StatusUpdate, *, read: dict[str, Any] | None = None
     ) -> None:
-        if self._tracing is None:
-            await self._write_once(update, read=read)
-            return
         with self._tracing.status(what):
             await self._write_once(update, read=read)
 

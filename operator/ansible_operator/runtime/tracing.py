@@ -292,6 +292,23 @@ class Tracing:
             yield RunSpan(self, span, reconcile)
 
 
+class Untraced:
+    """Traces off: a reconcile's and a status write's spans are none."""
+
+    @contextlib.contextmanager
+    def reconcile(
+        self, gvk: GVK, key: tuple[str, str], trigger: triggers.Trigger
+    ) -> Iterator[None]:
+        yield
+
+    @contextlib.contextmanager
+    def status(self, write: str) -> Iterator[None]:
+        yield
+
+
+UNTRACED = Untraced()
+
+
 class RunSpan:
     """An Ansible run's span while it goes: ``finish`` adds its tasks and its outcome."""
 

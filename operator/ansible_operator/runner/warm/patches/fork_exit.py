@@ -21,7 +21,9 @@ def forget_inherited() -> None:
     atexit._clear()
     mp_util = sys.modules.get("multiprocessing.util")
     if mp_util is not None:
-        sys.modules["multiprocessing.process"]._children = set()
+        from multiprocessing import process  # imported with multiprocessing.util
+
+        process._children = set()  # type: ignore[attr-defined]
         atexit.register(mp_util._exit_function)
 
 
