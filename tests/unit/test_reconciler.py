@@ -95,6 +95,7 @@ def world(
     extra_env: Callable[[], Mapping[str, str]] = dict,
     spec: dict[str, Any] | None = None,
     ansible_names: frozenset[str] = frozenset(),
+    kstatus_conditions: bool = True,
 ) -> World:
     api = FakeApi(THINGS)
     meta: dict[str, Any] = {"name": "a", "namespace": "ns"}
@@ -137,6 +138,7 @@ def world(
         metrics=OperatorMetrics(),
         clock=lambda: T0,
         ansible_names=ansible_names,
+        kstatus_conditions=kstatus_conditions,
     )
     return World(api, runner, proxy, reconciler, tmp_path)
 
@@ -160,12 +162,19 @@ def test_a_first_reconcile_adds_the_finalizer_runs_the_role_and_writes_successfu
     assert request.role == "/roles/thing" and request.playbook is None
     assert request.extravars["ansible_operator_meta"] == {"name": "a", "namespace": "ns"}
     assert "cleanup" not in request.extravars  # finalizer vars only when finalizing
-    running, successful, failure = obj["status"]["conditions"]
+    running, successful, failure, reconciling, stalled, ready = obj["status"]["conditions"]
     assert (running["type"], running["status"], running["reason"]) == (
         "Running",
         "True",
         "Successful",
     )
+    kstatus = [(c["type"], c["status"], c["reason"]) for c in (reconciling, stalled, ready)]
+    assert kstatus == [
+        ("Reconciling", "False", "Succeeded"),
+        ("Stalled", "False", "Succeeded"),
+        ("Ready", "True", "Succeeded"),
+    ]
+    assert obj["status"]["observedGeneration"] == 1
     assert running["ansibleResult"] == {
         "ok": 2,
         "changed": 1,
@@ -416,6 +425,53 @@ def test_a_spec_too_deep_for_variables_is_a_failure_naming_the_field_and_no_run(
     assert failure["message"].startswith("spec.deepField is nested more than")
     assert w.events() == [("Warning", "SpecRefused", failure["message"])]
     assert w.proxy.valid == {} and w.runner.requests == []
+
+
+def test_a_refused_spec_is_stalled_and_a_run_that_cannot_start_is_retrying(tmp_path):
+    nested: Any = "bottom"
+    for _ in range(MAX_SPEC_DEPTH + 5):
+        nested = {"level": nested}
+    w = world(tmp_path, [], spec={"deepField": nested})
+    with pytest.raises(TerminalError):
+        w.reconcile()
+    stalled = w.condition("Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "SpecRefused")
+    assert w.condition("Reconciling")["status"] == "False"
+
+    w = world(tmp_path / "b", [RunnerError("no runner")])
+    with pytest.raises(ReconcileError):
+        w.reconcile()
+    reconciling = w.condition("Reconciling")
+    assert (reconciling["status"], reconciling["reason"]) == ("True", "RetryingAfterFailure")
+    assert w.condition("Stalled")["status"] == "False"
+
+
+@pytest.mark.parametrize(
+    ("flag", "watch_says", "manage_status", "written"),
+    [
+        (True, None, True, True),
+        (False, None, True, False),
+        (False, True, True, True),  # the watch's kstatusConditions wins
+        (True, False, True, False),
+        (True, True, False, False),  # the role manages the status: none of ours
+    ],
+)
+def test_kstatus_conditions_are_written_as_the_flag_and_the_watch_say(
+    tmp_path, flag, watch_says, manage_status, written
+):
+    watch = Watch(
+        gvk=WATCH.gvk,
+        role=WATCH.role,
+        kstatus_conditions=watch_says,
+        manage_status=manage_status,
+    )
+    w = world(tmp_path, [succeeded()], watch=watch, kstatus_conditions=flag)
+    w.reconcile()
+    status = w.obj().get("status") or {}
+    types = {c["type"] for c in status.get("conditions", [])}
+    kstatus_types = {"Reconciling", "Stalled", "Ready"}
+    assert types & kstatus_types == (kstatus_types if written else set())
+    assert ("observedGeneration" in status) is written
 
 
 def test_extra_vars_past_their_limit_are_a_failure_saying_so_and_no_retry(tmp_path):

@@ -115,8 +115,9 @@ def test_an_object_deleted_before_or_during_the_write_is_none(gone_at: str) -> N
     assert asyncio.run(write_status(api, THINGS, "ns", "a", bump(1))) is None
 
 
-def writer(api: FakeApi) -> StatusWriter:
-    return StatusWriter(api, THINGS, api.get_object(THINGS, "ns", "a"), clock=lambda: T0)
+def writer(api: FakeApi, *, kstatus: bool = True) -> StatusWriter:
+    obj = api.get_object(THINGS, "ns", "a")
+    return StatusWriter(api, THINGS, obj, clock=lambda: T0, kstatus=kstatus)
 
 
 def conditions(api: FakeApi) -> dict[str, dict]:
@@ -143,7 +144,7 @@ def test_the_writer_reports_failures_and_errors() -> None:
     api = api_with_thing()
     asyncio.run(writer(api).done(failed(message="boom"), api.get_object(THINGS, "ns", "a")))
     assert conditions(api)["Failure"]["message"] == "boom"
-    asyncio.run(writer(api).error("Unable to run reconciliation: no runner"))
+    asyncio.run(writer(api).error("Unable to run reconciliation: no runner", terminal=False))
     failure = conditions(api)["Failure"]
     assert failure["message"] == "Unable to run reconciliation: no runner"
     assert "ansibleResult" not in failure

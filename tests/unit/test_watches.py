@@ -207,6 +207,9 @@ def test_every_field(project: Path) -> None:
         ("markUnsafe: null", "mark_unsafe", None),
         ("markUnsafe: true", "mark_unsafe", True),
         ("markUnsafe: false", "mark_unsafe", False),
+        ("kstatusConditions: null", "kstatus_conditions", None),
+        ("kstatusConditions: false", "kstatus_conditions", False),
+        ("kstatusConditions: yes", "kstatus_conditions", True),
         ("maxRunnerArtifacts: 0", "max_runner_artifacts", 20),
         ("maxRunnerArtifacts: null", "max_runner_artifacts", 20),
         ("maxRunnerArtifacts: -1", "max_runner_artifacts", -1),
@@ -634,6 +637,10 @@ def test_finalizer_role_and_playbook_resolution(project: Path) -> None:
         (
             "- {version: v1, kind: A, role: memcached, markUnsafe: 1}\n",
             "@ markUnsafe must be a boolean (true/false, unquoted), got number 1",
+        ),
+        (
+            "- {version: v1, kind: A, role: memcached, kstatusConditions: sometimes}\n",
+            "@ kstatusConditions must be a boolean (true/false, unquoted), got string 'sometimes'",
         ),
         (
             "- {version: v1, kind: A, role: memcached, maxRunnerArtifacts: '5'}\n",

@@ -123,6 +123,9 @@ class Watch:
     allow_reserved_vars: tuple[str, ...] = ()
     # Our addition (`relatedResources`): other kinds whose changes reconcile this kind's CRs.
     related: tuple[RelatedResource, ...] = ()
+    # Our addition (`kstatusConditions`): kstatus's conditions beside upstream's (core.kstatus);
+    # None: as --kstatus-conditions says.
+    kstatus_conditions: bool | None = None
 
     @property
     def marks_spec_unsafe(self) -> bool:
@@ -360,6 +363,7 @@ _WATCH_KEYS = (
     "maxVerbosity",
     reserved_vars.WATCH_KEY,
     "relatedResources",
+    "kstatusConditions",
 )
 _GVK_KEYS = ("group", "version", "kind")
 _FINALIZER_KEYS = ("name", "playbook", "role", "vars")
@@ -540,6 +544,7 @@ def _parse_fields(fields: Mapping[str, Any], gvk: GVK, locate: Locator) -> _Pars
         if not 0 <= max_verbosity <= MAX_VERBOSITY:
             raise _Problem(f"maxVerbosity must be 0 to {MAX_VERBOSITY}, got {max_verbosity}")
     mark_unsafe_raw = fields.get("markUnsafe")
+    kstatus_raw = fields.get("kstatusConditions")
     try:
         selector = LabelSelector.parse(fields.get("selector"))
     except ValueError as e:
@@ -568,6 +573,9 @@ def _parse_fields(fields: Mapping[str, Any], gvk: GVK, locate: Locator) -> _Pars
         ),
         mark_unsafe=(
             None if mark_unsafe_raw is None else _as_bool(mark_unsafe_raw, "markUnsafe", False)
+        ),
+        kstatus_conditions=(
+            None if kstatus_raw is None else _as_bool(kstatus_raw, "kstatusConditions", True)
         ),
         blacklist=_parse_blacklist(fields.get("blacklist")),
         finalizer=finalizer,

@@ -282,6 +282,13 @@ class Reconcile:
         per_kind=PerKind("MAX_CONCURRENT_RECONCILES", low=1, deprecated="WORKER", floor=1),
         default_factory=default_max_concurrent_reconciles,
     )
+    kstatus_conditions: bool = _flag(
+        True,
+        "Write kstatus's conditions (Reconciling, Stalled, Ready) and status.observedGeneration "
+        "beside Running, Successful and Failure, for Argo CD, Flux and kubectl wait; a watch's "
+        "kstatusConditions wins",
+        go_type="bool",
+    )
 
 
 @dataclass(frozen=True)

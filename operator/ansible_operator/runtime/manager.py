@@ -433,6 +433,7 @@ class Operator:
             reconcile_period=self.settings.reconcile.reconcile_period,
             gate=self.gate,
             metrics=self.metrics,
+            kstatus_conditions=self.settings.reconcile.kstatus_conditions,
             tracing=self.tracing or UNTRACED,
         )
         self.reconcilers.append(reconciler)

@@ -68,6 +68,7 @@ class Reconciler:
         gate: RunGate | None = None,
         ansible_names: frozenset[str] = frozenset(),
         metrics: OperatorMetrics,
+        kstatus_conditions: bool = True,  # --kstatus-conditions (the watch's wins)
         tracing: Tracing | Untraced = UNTRACED,
     ) -> None:
         self.watch = watch
@@ -83,6 +84,9 @@ class Reconciler:
         self.loops = loops.LoopDetector()
         self.metrics = metrics
         self.tracing = tracing
+        # Written with upstream's conditions, so not when the role manages the status.
+        wanted = watch.kstatus_conditions
+        self.kstatus = watch.manage_status and (kstatus_conditions if wanted is None else wanted)
 
     async def __call__(self, key: Key) -> Result:
         with self.tracing.reconcile(self.watch.gvk, key, TRIGGER.get()):
@@ -100,12 +104,19 @@ class Reconciler:
 
     async def _reconcile(self, resource: ResourceInfo, key: Key, obj: dict[str, Any]) -> Result:
         meta = obj["metadata"]
-        status = StatusWriter(self.client, resource, obj, clock=self.clock, tracing=self.tracing)
+        status = StatusWriter(
+            self.client,
+            resource,
+            obj,
+            clock=self.clock,
+            kstatus=self.kstatus,
+            tracing=self.tracing,
+        )
         period, problem = reconcile_period(
             meta.get("annotations"), self.watch.reconcile_period, self.reconcile_period
         )
         if problem:
-            await status.error(problem)
+            await status.error(problem, terminal=True)
             await self.events.failed(obj, problem)
             raise TerminalError(problem)
 
@@ -132,7 +143,7 @@ class Reconciler:
             await self._refused(obj, status, err)
         except RunnerError as err:
             message = f"Unable to run reconciliation: {err}"
-            await status.error(message)
+            await status.error(message, terminal=False)
             raise ReconcileError(message) from err
 
         live = await self._read(resource, key, "reading the object after the run")
@@ -181,7 +192,7 @@ class Reconciler:
                 )
 
     async def _refused(self, obj: dict[str, Any], status: StatusWriter, err: SpecError) -> NoReturn:
-        await status.error(str(err), reason=err.reason)
+        await status.error(str(err), terminal=True, reason=err.reason)
         await self.events.failed(obj, str(err), reason=err.reason)
         raise TerminalError(str(err)) from None
 

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ansible_operator.core import conditions, exponential_delay
+from ansible_operator.core import conditions, exponential_delay, kstatus
 from ansible_operator.kube import Api, ApiError, ResourceInfo, Unreachable
 from ansible_operator.runner import RunResult
 from ansible_operator.runtime.reconcile import ReconcileError
@@ -89,6 +89,7 @@ class StatusWriter:
         obj: dict[str, Any],
         *,
         clock: Clock,
+        kstatus: bool,  # kstatus's conditions beside upstream's (core.kstatus)
         tracing: Tracing | Untraced = UNTRACED,  # each write a span when traces are on
     ) -> None:
         meta = obj["metadata"]
@@ -98,6 +99,7 @@ class StatusWriter:
         self._name = meta["name"]
         self._generation = meta.get("generation")
         self._clock = clock
+        self._kstatus = kstatus
         self._tracing = tracing
 
     async def running(self, read: dict[str, Any]) -> None:
@@ -105,6 +107,7 @@ class StatusWriter:
         await self._write(
             "Running",
             lambda s: conditions.mark_running(s, now=self._clock(), generation=self._generation),
+            kstatus.Phase.RUNNING,
             read=read,
         )
 
@@ -118,6 +121,7 @@ class StatusWriter:
                 lambda s: conditions.mark_success(
                     s, ansible_result=counts, now=self._clock(), generation=self._generation
                 ),
+                kstatus.Phase.SUCCEEDED,
                 read=read,
             )
             return
@@ -135,6 +139,9 @@ class StatusWriter:
                 generation=self._generation,
                 reason=reason,
             ),
+            kstatus.Phase.RETRYING,
+            reason=reason,
+            message=message,
             read=read,
         )
 
@@ -145,21 +152,49 @@ class StatusWriter:
             lambda s: conditions.mark_interrupted(
                 s, cause=cause, now=self._clock(), generation=self._generation
             ),
+            kstatus.Phase.INTERRUPTED,
+            message=conditions.interrupted_message(cause),
         )
 
-    async def error(self, message: str, *, reason: str = conditions.REASON_FAILED) -> None:
+    async def error(
+        self, message: str, *, terminal: bool, reason: str = conditions.REASON_FAILED
+    ) -> None:
         """Upstream's markError: no run happened; written even when the watch does not manage
-        status."""
+        status. ``terminal``: nothing is retried until the object changes (kstatus's Stalled)."""
         await self._write(
             "Error",
             lambda s: conditions.mark_error(
                 s, message=message, now=self._clock(), generation=self._generation, reason=reason
             ),
+            kstatus.Phase.STALLED if terminal else kstatus.Phase.RETRYING,
+            reason=reason,
+            message=message,
         )
 
     async def _write(
-        self, what: str, update: StatusUpdate, *, read: dict[str, Any] | None = None
+        self,
+        what: str,
+        update: StatusUpdate,
+        phase: kstatus.Phase,
+        *,
+        reason: str = "",
+        message: str = "",
+        read: dict[str, Any] | None = None,
     ) -> None:
+        """Write ``update`` and, when kstatus conditions are on, theirs for ``phase``."""
+        if self._kstatus:
+            upstream = update
+
+            def update(s: dict[str, Any]) -> dict[str, Any]:
+                return kstatus.apply(
+                    upstream(s),
+                    phase,
+                    now=self._clock(),
+                    generation=self._generation,
+                    reason=reason,
+                    message=message,
+                )
+
         with self._tracing.status(what):
             await self._write_once(update, read=read)
 
