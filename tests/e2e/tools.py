@@ -1,7 +1,8 @@
 """The Go programs the e2e tests run besides the cluster, built once into the binaries' cache
 before the tests start (`make e2e` runs `python -m tests.e2e.tools`), so that a first build of
 minutes is a step of its own, not part of a test under its timeout: promtool, for the alerts'
-tests, and the OLM bundle validator. A test that finds one missing still builds it first."""
+tests, the OLM bundle validator, and kstatus-check (how GitOps tools read a CR's status).
+A test that finds one missing still builds it first."""
 
 from __future__ import annotations
 
@@ -20,7 +21,13 @@ PROMTOOL = gobuild.GoProgram(
     package="github.com/prometheus/prometheus/cmd/promtool",
     tags=("remove_all_sd",),  # no service discovery plugins: nothing here needs them
 )
-PROGRAMS = [PROMTOOL, bundle_validator.PROGRAM]
+KSTATUS = gobuild.GoProgram(
+    name="kstatus-check",
+    pin="cli-utils-v0.37.2",
+    title="kstatus-check (sigs.k8s.io/cli-utils v0.37.2's kstatus, gopher-lua v1.1.2)",
+    module=HERE / "kstatus",
+)
+PROGRAMS = [PROMTOOL, bundle_validator.PROGRAM, KSTATUS]
 
 
 def main() -> int:

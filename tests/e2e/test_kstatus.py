@@ -1,0 +1,91 @@
+"""How GitOps tools read our CRs, by their own code: kstatus (sigs.k8s.io/cli-utils, as Flux and
+`kubectl wait` see it) through a CR's life on the real cluster and the real operator, and
+`kubectl wait --for=condition=Ready`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ansible_operator.devcluster import gobuild
+
+from .crds import GROUP, VERSION
+from .project import kubectl
+from .resources import condition, new_cr, wait_condition
+from .tools import KSTATUS
+from .waiting import wait_until
+
+pytestmark = [pytest.mark.e2e]
+
+
+@pytest.fixture(scope="module")
+def kstatus_check() -> Path:
+    def progress(message: str) -> None:
+        print(f"[kstatus-check] {message}", file=sys.__stderr__, flush=True)
+
+    return gobuild.ensure(KSTATUS, progress=progress)
+
+
+def verdict(tool: Path, obj: dict) -> tuple[str, str]:
+    """kstatus's status of ``obj`` (InProgress, Current, Failed, ...) and its message."""
+    done = subprocess.run(
+        [str(tool)], input=json.dumps(obj) + "\n", capture_output=True, text=True, check=True
+    )
+    answer = json.loads(done.stdout)["kstatus"]
+    return answer["status"], answer["message"]
+
+
+def test_kstatus_reads_a_cr_through_its_life(
+    operator, crs, namespace, cluster, kstatus_check
+):
+    operator.write_watches([{"kind": "Flaky", "role": "flaky"}])
+    operator.start()
+
+    def read(name: str) -> dict:
+        return crs.get_namespaced_custom_object(GROUP, VERSION, namespace, "flakys", name)
+
+    def patch(name: str, spec: dict) -> None:
+        crs.patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, "flakys", name, {"spec": spec}
+        )
+
+    crs.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, "flakys", new_cr("Flaky", "f", {"broken": False})
+    )
+    obj = wait_condition(crs, namespace, "Flaky", "f", "Ready")
+    assert verdict(kstatus_check, obj)[0] == "Current"
+    assert obj["status"]["observedGeneration"] == 1
+    # kubectl wait, as a user waits for a CR: it returns at once for a ready one.
+    kubectl(cluster.kubeconfig, "wait", "-n", namespace, "--for=condition=Ready", "flaky/f")
+
+    # A spec that fails: in progress (the operator retries it), not current, not given up.
+    patch("f", {"broken": True})
+    failing = wait_condition(
+        crs, namespace, "Flaky", "f", "Reconciling", reason="RetryingAfterFailure"
+    )
+    assert condition(failing, "Ready")["status"] == "False"
+    status, message = verdict(kstatus_check, failing)
+    assert status == "InProgress"
+    assert "spec.broken is true, refusing" in message
+
+    # Fixed: current again, for the generation the fix made.
+    patch("f", {"broken": False})
+    wait_until(
+        lambda: read("f")["status"].get("observedGeneration") == 3
+        and verdict(kstatus_check, read("f"))[0] == "Current",
+        what="kstatus Current at generation 3",
+    )
+
+    # A spec the operator refuses (a reserved variable): failed, until the spec changes.
+    crs.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, "flakys", new_cr("Flaky", "g", {"ansibleHost": "elsewhere"})
+    )
+    obj = wait_condition(crs, namespace, "Flaky", "g", "Stalled", reason="ReservedVariable")
+    status, message = verdict(kstatus_check, obj)
+    assert status == "Failed"
+    assert "not retried until the resource changes" in message
+    assert condition(obj, "Reconciling")["status"] == "False"
