@@ -1,5 +1,6 @@
-"""How GitOps tools read our CRs, by their own code: kstatus (sigs.k8s.io/cli-utils, as Flux and
-`kubectl wait` see it) through a CR's life on the real cluster and the real operator, and
+"""How GitOps tools read our CRs, by their own code, through a CR's life on the real cluster and
+the real operator: kstatus (sigs.k8s.io/cli-utils, as Flux and cli-utils compute it), Argo CD's
+health check that `generate crds` writes (run by gopher-lua as Argo CD runs it), and
 `kubectl wait --for=condition=Ready`."""
 
 from __future__ import annotations
@@ -7,11 +8,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from ansible_operator.devcluster import gobuild
+from ansible_operator.scaffold import argocd_health
 
 from .crds import GROUP, VERSION
 from .project import kubectl
@@ -23,25 +24,37 @@ pytestmark = [pytest.mark.e2e]
 
 
 @pytest.fixture(scope="module")
-def kstatus_check() -> Path:
+def kstatus_check(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The command that answers, for a CR, kstatus's status and the health check's."""
+
     def progress(message: str) -> None:
         print(f"[kstatus-check] {message}", file=sys.__stderr__, flush=True)
 
-    return gobuild.ensure(KSTATUS, progress=progress)
+    script = tmp_path_factory.mktemp("argocd") / "health.lua"
+    script.write_text(argocd_health.LUA)
+    return [str(gobuild.ensure(KSTATUS, progress=progress)), str(script)]
 
 
-def verdict(tool: Path, obj: dict) -> tuple[str, str]:
+def verdict(tool: list[str], obj: dict) -> tuple[str, str]:
     """kstatus's status of ``obj`` (InProgress, Current, Failed, ...) and its message."""
-    done = subprocess.run(
-        [str(tool)], input=json.dumps(obj) + "\n", capture_output=True, text=True, check=True
-    )
-    answer = json.loads(done.stdout)["kstatus"]
+    answer = both(tool, obj)["kstatus"]
     return answer["status"], answer["message"]
 
 
-def test_kstatus_reads_a_cr_through_its_life(
-    operator, crs, namespace, cluster, kstatus_check
-):
+def argo(tool: list[str], obj: dict) -> tuple[str, str]:
+    """Argo CD's health of ``obj`` (Progressing, Healthy, Degraded, ...) and its message."""
+    answer = both(tool, obj)["argocd"]
+    return answer["status"], answer["message"]
+
+
+def both(tool: list[str], obj: dict) -> dict:
+    done = subprocess.run(
+        tool, input=json.dumps(obj) + "\n", capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout)
+
+
+def test_kstatus_reads_a_cr_through_its_life(operator, crs, namespace, cluster, kstatus_check):
     operator.write_watches([{"kind": "Flaky", "role": "flaky"}])
     operator.start()
 
@@ -53,11 +66,13 @@ def test_kstatus_reads_a_cr_through_its_life(
             GROUP, VERSION, namespace, "flakys", name, {"spec": spec}
         )
 
-    crs.create_namespaced_custom_object(
+    created = crs.create_namespaced_custom_object(
         GROUP, VERSION, namespace, "flakys", new_cr("Flaky", "f", {"broken": False})
     )
+    assert argo(kstatus_check, created)[0] == "Progressing"  # no status yet
     obj = wait_condition(crs, namespace, "Flaky", "f", "Ready")
     assert verdict(kstatus_check, obj)[0] == "Current"
+    assert argo(kstatus_check, obj) == ("Healthy", "Last reconciliation succeeded")
     assert obj["status"]["observedGeneration"] == 1
     # kubectl wait, as a user waits for a CR: it returns at once for a ready one.
     kubectl(cluster.kubeconfig, "wait", "-n", namespace, "--for=condition=Ready", "flaky/f")
@@ -71,14 +86,20 @@ def test_kstatus_reads_a_cr_through_its_life(
     status, message = verdict(kstatus_check, failing)
     assert status == "InProgress"
     assert "spec.broken is true, refusing" in message
+    status, message = argo(kstatus_check, failing)
+    assert status == "Degraded"
+    assert "spec.broken is true, refusing" in message
 
     # Fixed: current again, for the generation the fix made.
     patch("f", {"broken": False})
     wait_until(
-        lambda: read("f")["status"].get("observedGeneration") == 3
-        and verdict(kstatus_check, read("f"))[0] == "Current",
+        lambda: (
+            read("f")["status"].get("observedGeneration") == 3
+            and verdict(kstatus_check, read("f"))[0] == "Current"
+        ),
         what="kstatus Current at generation 3",
     )
+    assert argo(kstatus_check, read("f"))[0] == "Healthy"
 
     # A spec the operator refuses (a reserved variable): failed, until the spec changes.
     crs.create_namespaced_custom_object(
@@ -89,3 +110,4 @@ def test_kstatus_reads_a_cr_through_its_life(
     assert status == "Failed"
     assert "not retried until the resource changes" in message
     assert condition(obj, "Reconciling")["status"] == "False"
+    assert argo(kstatus_check, obj) == ("Degraded", message)

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from ansible_operator import cli
-from ansible_operator.scaffold import generate
+from ansible_operator.scaffold import argocd_health, generate
 from ansible_operator.watchfile import load_watches
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,6 +105,40 @@ def test_check_fails_in_one_line_when_a_role_and_its_crd_drift_apart(project, ca
     assert "].type" in err
     assert "run 'ansible-operator generate crds'" in err
     assert crd_file(project).read_text() == before, "--check writes nothing"
+
+
+def test_argo_cds_health_checks_are_written_for_the_kinds_whose_status_is_written(
+    project, capsys
+):
+    watches = yaml.safe_load((project / "watches.yaml").read_text())
+    watches[1]["manageStatus"] = False  # Plain: its role writes the status
+    (project / "watches.yaml").write_text(yaml.safe_dump(watches))
+    assert generate_crds() == 0
+    assert "created config/argocd/health-checks.yaml" in capsys.readouterr().out
+    config_map = yaml.safe_load((project / "config/argocd/health-checks.yaml").read_text())
+    assert (config_map["kind"], config_map["metadata"]["name"]) == ("ConfigMap", "argocd-cm")
+    # Memcached only: Plain's status is its role's, and Argo CD knows Secret's health.
+    assert config_map["data"] == {
+        "resource.customizations.health.cache.example.com_Memcached": argocd_health.LUA
+    }
+    assert generate_crds("--check") == 0
+
+
+def test_check_fails_when_the_health_checks_are_missing_or_stale(project, capsys):
+    generate_crds()
+    health_checks = project / "config/argocd/health-checks.yaml"
+    health_checks.unlink()
+    capsys.readouterr()
+    assert generate_crds("--check") == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "ansible-operator generate crds --check: Argo CD's health checks: "
+        "config/argocd/health-checks.yaml is missing; run 'ansible-operator generate crds'"
+    )
+    generate_crds()
+    health_checks.write_text(health_checks.read_text().replace("Degraded", "Healthy"))
+    assert generate_crds("--check") == 1
+    assert "config/argocd/health-checks.yaml is out of date" in capsys.readouterr().err
 
 
 def test_check_fails_when_a_crd_is_missing(project, capsys):

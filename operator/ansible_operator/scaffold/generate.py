@@ -20,7 +20,7 @@ import yaml
 
 from ansible_operator import role_api
 from ansible_operator.core import GVK, Watch, WatchesError, conversion
-from ansible_operator.scaffold import crd_versions, crds, manifest_yaml, samples
+from ansible_operator.scaffold import argocd_health, crd_versions, crds, manifest_yaml, samples
 from ansible_operator.watchfile import load_watches, resolve_role
 
 SPEC_FILES = role_api.SPEC_FILES
@@ -62,7 +62,22 @@ class PlannedSample:
 
 
 @dataclass
+class PlannedHealthChecks:
+    """Argo CD's health checks (scaffold.argocd_health): where they go and what they hold."""
+
+    path: Path
+    shown: str  # the path, as shown to the user
+    text: str
+    current: str | None  # what the file holds now (None: missing)
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.current == self.text
+
+
+@dataclass
 class Plan:
+    health_checks: PlannedHealthChecks | None = None  # None: no kind whose status is written
     crds: list[PlannedCrd] = field(default_factory=list)
     samples: list[PlannedSample] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # one line each: kind and why
@@ -260,6 +275,17 @@ def plan(
             )
         )
     result.warnings = [warning(spec, notes) for spec, notes in unexpressed.items() if notes]
+    # Argo CD knows the built-in kinds' health; a CR's is ours to say when we write its status.
+    written = [watch.gvk for watch in watches if watch.manage_status and watch.gvk.group]
+    if written:
+        path = project / argocd_health.PATH
+        current = path.read_text(encoding="utf-8") if path.is_file() else None
+        result.health_checks = PlannedHealthChecks(
+            path=path,
+            shown=_show(path, base),
+            text=argocd_health.render(written),
+            current=current,
+        )
     if samples_dir is not None:
         result.samples = _revised_samples(samples_dir, result.crds, base)
     return result
@@ -367,7 +393,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse._SubParsersAc
     crd_parser = kinds.add_parser(
         "crds",
         help="write each watched kind's CRD, its spec schema derived from the role's "
-        "meta/argument_specs.yml",
+        "meta/argument_specs.yml, and Argo CD's health checks for the kinds "
+        f"({argocd_health.PATH})",
     )
     crd_parser.add_argument(
         "--watches-file", type=Path, default=Path("watches.yaml"), help="default: ./watches.yaml"
@@ -404,14 +431,17 @@ def run(args: argparse.Namespace) -> int:
     stale = [p for p in result.crds if not p.up_to_date]
     changed = [s for s in result.samples if s.changed]
     invalid = [line for s in result.samples for line in s.invalid]
+    health = result.health_checks
+    stale_health = health if health is not None and not health.up_to_date else None
     if not args.check:
         for line in result.skipped:
             print(f"skipped {line}", file=sys.stderr)
         for line in result.warnings:
             print(f"warning: {line}", file=sys.stderr)
     else:
-        if stale or changed or invalid:
-            print(f"{prog} --check: {summary(stale, result.samples)}", file=sys.stderr)
+        if stale or changed or invalid or stale_health:
+            said = summary(stale, result.samples, stale_health)
+            print(f"{prog} --check: {said}", file=sys.stderr)
             return 1
         print(f"{len(result.crds)} CRDs up to date, every sample valid")
         return 0
@@ -421,6 +451,11 @@ def run(args: argparse.Namespace) -> int:
             write(planned)
             state = "wrote" if planned.current is not None else "created"
         print(f"{state} {planned.path} (from {', '.join(planned.sources)})")
+    if stale_health is not None:
+        stale_health.path.parent.mkdir(parents=True, exist_ok=True)
+        _replace(stale_health.path, stale_health.text)
+        state = "wrote" if stale_health.current is not None else "created"
+        print(f"{state} {stale_health.shown} (Argo CD's health checks)")
     for sample in changed:
         _replace(sample.path, sample.text)
         if sample.removed:
@@ -433,10 +468,18 @@ def run(args: argparse.Namespace) -> int:
     return 1 if invalid else 0
 
 
-def summary(stale: list[PlannedCrd], stale_samples: Sequence[PlannedSample] = ()) -> str:
+def summary(
+    stale: list[PlannedCrd],
+    stale_samples: Sequence[PlannedSample] = (),
+    stale_health: PlannedHealthChecks | None = None,
+) -> str:
     """One line naming each out-of-date CRD and its first difference, each sample that sets
-    fields that are gone or lacks fields a CR must set, and what the API server would refuse."""
+    fields that are gone or lacks fields a CR must set, what the API server would refuse, and
+    Argo CD's health checks when they are not the kinds' of watches.yaml."""
     parts = []
+    if stale_health is not None:
+        missing = stale_health.current is None
+        parts.append(f"{stale_health.shown} is {'missing' if missing else 'out of date'}")
     for planned in stale:
         if planned.current is None:
             parts.append(f"{planned.path} is missing")
@@ -451,7 +494,9 @@ def summary(stale: list[PlannedCrd], stale_samples: Sequence[PlannedSample] = ()
         parts += [f"{sample.path}: {line}" for line in sample.invalid]
     sources = sorted({s for p in stale for s in p.sources})
     what = f"{len(stale)} CRD(s) out of date with {', '.join(sources)}" if stale else "samples"
-    fixed = bool(stale) or any(s.changed for s in stale_samples)
+    if not stale and stale_health is not None:
+        what = "Argo CD's health checks"
+    fixed = bool(stale) or stale_health is not None or any(s.changed for s in stale_samples)
     by_hand = any(s.invalid for s in stale_samples)
     todo = ["run 'ansible-operator generate crds'"] if fixed else []
     todo += ["fix what it cannot in the samples by hand" if fixed else "fix the samples"] * by_hand
