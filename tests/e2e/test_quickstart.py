@@ -7,7 +7,7 @@ project's own README then installs the runtime from the same place (pip resolves
 Three things are done for the user, each for a reason: the editor step writes a role that makes
 a ConfigMap, its argument spec, defaults and the molecule test's assertions (as test_init_project
 does);
-`make run`, which runs until Ctrl-C, gets its Ctrl-C once every sample is Successful; and the
+`make run`, which runs until Ctrl-C, gets its Ctrl-C once every sample is Ready; and the
 domain is one of the test's own, so the kind's CRD cannot be the example memcached's on the
 shared cluster. The cluster is the test's (KUBECONFIG: "your own cluster"); the control-plane
 binaries and the image store are the machine's cache, so nothing is built twice.
@@ -102,14 +102,14 @@ def edit() -> str:
 
 
 def until_successful(command: str) -> str:
-    """`make run` in the foreground until every sample is Successful, then Ctrl-C (SIGINT to
+    """`make run` in the foreground until every sample is Ready, then Ctrl-C (SIGINT to
     its process group), as a user does; its output kept in run.log and shown."""
     return f"""\
 set -m
 {command} > run.log 2>&1 &
 run=$!
 for _ in $(seq 600); do
-  grep -q 'every sample is Successful' run.log && break
+  grep -q 'every sample is Ready' run.log && break
   kill -0 $run 2>/dev/null || break
   sleep 1
 done
@@ -117,7 +117,7 @@ kill -INT -- -$run 2>/dev/null || true
 wait $run || status=$?
 set +m
 cat run.log
-grep -q 'every sample is Successful' run.log
+grep -q 'every sample is Ready' run.log
 grep -q "^cluster: \\$KUBECONFIG " run.log
 [ "${{status:-0}}" -eq 0 ] || [ "${{status:-0}}" -eq 130 ]
 """

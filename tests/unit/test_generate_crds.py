@@ -107,9 +107,7 @@ def test_check_fails_in_one_line_when_a_role_and_its_crd_drift_apart(project, ca
     assert crd_file(project).read_text() == before, "--check writes nothing"
 
 
-def test_argo_cds_health_checks_are_written_for_the_kinds_whose_status_is_written(
-    project, capsys
-):
+def test_argo_cds_health_checks_are_written_for_the_kinds_whose_status_is_written(project, capsys):
     watches = yaml.safe_load((project / "watches.yaml").read_text())
     watches[1]["manageStatus"] = False  # Plain: its role writes the status
     (project / "watches.yaml").write_text(yaml.safe_dump(watches))

@@ -7,6 +7,7 @@ from typing import Any
 
 from ansible_operator.core import conditions, kstatus
 from ansible_operator.core.kstatus import Phase
+from ansible_operator.dev import project
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 
@@ -197,3 +198,16 @@ def test_other_conditions_and_status_keys_are_kept() -> None:
     assert written["conditions"][0] == {"type": "Degraded", "status": "False"}
     assert written["observedGeneration"] == 3
     assert status == {"phase": "New", "conditions": [{"type": "Degraded", "status": "False"}]}
+
+
+def test_make_run_s_banner_waits_for_ready_or_successful_where_kstatus_is_off() -> None:
+    life = Life()
+    life.running()
+    role_writes_ready(life, "False", "DeploymentNotAvailable")
+    life.succeeded()
+    assert not project.ready({"status": life.status})  # the role's own Ready is not yet true
+    role_writes_ready(life, "True", "DeploymentAvailable")
+    assert project.ready({"status": life.status})
+    upstream_only = conditions.mark_success({}, ansible_result=None, now=T0, generation=1)
+    assert project.ready({"status": upstream_only})  # kstatusConditions: false
+    assert not project.ready({"status": {}})

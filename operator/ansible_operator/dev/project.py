@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ansible_operator.core import conditions
+from ansible_operator.core import conditions, kstatus
 from ansible_operator.kube import ApiError, Discovery, KubeClient, Unreachable
 
 POLL_INTERVAL = 1.0
@@ -95,7 +95,7 @@ async def wait_established(client: KubeClient, crds: list[ObjectRef], timeout: f
             await asyncio.sleep(POLL_INTERVAL)
 
 
-async def wait_successful(
+async def wait_ready(
     client: KubeClient,
     samples: list[ObjectRef],
     namespace: str,
@@ -103,8 +103,8 @@ async def wait_successful(
     *,
     report: Callable[[str], None],
 ) -> bool:
-    """Until every sample's ``Successful`` condition is True (each reported once, as
-    ``kubectl wait`` does); False after ``timeout`` seconds. An unreachable API is retried."""
+    """Until every sample is ready (each reported once, as ``kubectl wait`` does); False after
+    ``timeout`` seconds. An unreachable API is retried."""
     pending = list(samples)
     deadline = time.monotonic() + timeout
     while pending and time.monotonic() <= deadline:
@@ -113,9 +113,17 @@ async def wait_successful(
                 obj = await _get(client, sample, namespace)
             except Unreachable:
                 break
-            if obj is not None and conditions.condition_true(obj, "Successful"):
+            if obj is not None and ready(obj):
                 report(f"{sample} condition met")
                 pending.remove(sample)
         if pending:
             await asyncio.sleep(POLL_INTERVAL)
     return not pending
+
+
+def ready(obj: Mapping[str, Any]) -> bool:
+    """``Ready=True`` (kstatus's, or the role's own); where kstatus conditions are off (the
+    watch's ``kstatusConditions: false``), ``Successful=True``."""
+    if conditions.get_condition(obj.get("status"), kstatus.RECONCILING) is None:
+        return conditions.condition_true(obj, conditions.SUCCESSFUL)
+    return conditions.condition_true(obj, kstatus.READY)

@@ -162,18 +162,14 @@ async def _banner(
     started: float,
 ) -> None:
     met: list[str] = []
-    if await project.wait_successful(
-        client, samples, namespace, SUCCESS_TIMEOUT, report=met.append
-    ):
+    if await project.wait_ready(client, samples, namespace, SUCCESS_TIMEOUT, report=met.append):
         if kept:
-            _say(f"==== every sample is Successful ({kept} kept from an earlier run) ====")
+            _say(f"==== every sample is Ready ({kept} kept from an earlier run) ====")
         else:
             elapsed = time.monotonic() - started
-            _say(
-                f"==== every sample is Successful, {elapsed:.0f} s after the operator started ===="
-            )
+            _say(f"==== every sample is Ready, {elapsed:.0f} s after the operator started ====")
         for line in met:
             _say(line)
         _say(f"==== kubectl get -k config/samples -n {namespace} shows them ====")
     else:
-        _say(f"==== not every sample reached Successful within {SUCCESS_TIMEOUT:.0f} s ====")
+        _say(f"==== not every sample was Ready within {SUCCESS_TIMEOUT:.0f} s ====")
