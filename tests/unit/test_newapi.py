@@ -64,6 +64,7 @@ def test_a_fresh_project_gets_every_file(fresh, capsys):
         "roles/memcached/README.md",
         "config/samples/cache_v1alpha1_memcached.yaml",
         "config/crd/bases/cache.example.com_memcacheds.yaml",
+        "config/argocd/health-checks.yaml",
         "config/rbac/role.yaml",
         "molecule/memcached/molecule.yml",
         "molecule/memcached/converge.yml",
@@ -104,6 +105,7 @@ def test_the_crd_is_what_generate_crds_writes(fresh):
     assert planned.path == Path("config/crd/bases/cache.example.com_memcacheds.yaml")
     assert planned.up_to_date
     assert (fresh / planned.path).read_text() == generate.render(planned)
+    assert result.health_checks is not None and result.health_checks.up_to_date
 
 
 def test_sample_argument_spec_defaults_and_crd_agree(fresh):
@@ -308,6 +310,7 @@ def test_in_the_repository_layout_existing_files_are_extended_in_place(repo_copy
     changed = {p for p in before if before[p] != after[p]}
     assert changed <= {
         "watches.yaml",
+        "config/argocd/health-checks.yaml",
         "config/crd/kustomization.yaml",
         "config/samples/kustomization.yaml",
         "config/rbac/role.yaml",

@@ -27,6 +27,12 @@ _HEADER = """\
 """
 
 
+def checked(gvk: GVK, manage_status: bool) -> bool:
+    """Whether a watched kind gets a health check: when the operator writes its CRs' status,
+    and it is not a built-in kind (Argo CD knows their health)."""
+    return manage_status and bool(gvk.group)
+
+
 def key(gvk: GVK) -> str:
     """The argocd-cm key of a kind's health check."""
     return f"resource.customizations.health.{gvk.group}_{gvk.kind}"

@@ -275,8 +275,7 @@ def plan(
             )
         )
     result.warnings = [warning(spec, notes) for spec, notes in unexpressed.items() if notes]
-    # Argo CD knows the built-in kinds' health; a CR's is ours to say when we write its status.
-    written = [watch.gvk for watch in watches if watch.manage_status and watch.gvk.group]
+    written = [w.gvk for w in watches if argocd_health.checked(w.gvk, w.manage_status)]
     if written:
         path = project / argocd_health.PATH
         current = path.read_text(encoding="utf-8") if path.is_file() else None

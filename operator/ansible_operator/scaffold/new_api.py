@@ -23,8 +23,8 @@ from typing import Any
 import yaml
 
 from ansible_operator import gocompat
-from ansible_operator.core import WatchesError
-from ansible_operator.scaffold import crds, generate, project_file
+from ansible_operator.core import GVK, WatchesError
+from ansible_operator.scaffold import argocd_health, crds, generate, project_file
 from ansible_operator.watchfile import load_watches
 
 TEMPLATES = Path(__file__).parent / "templates" / "new_api"
@@ -425,7 +425,8 @@ def plan(project: Path, watches_file: Path, api: NewApi) -> list[Change]:
         raise NewApiError(f"{_rel(crd_path, project)} already exists; new-api does not overwrite")
     changes.append(_crd_change(crd_path, api, project))
 
-    changes.append(_watches_change(watches_file, api))
+    watches = _watches_change(watches_file, api)
+    changes += [watches, _health_checks_change(project, watches.text)]
     for maybe in (
         _kustomization_change(
             project / "config/crd/kustomization.yaml", CRD_MARKER, f"bases/{api.crd_file}"
@@ -443,6 +444,23 @@ def plan(project: Path, watches_file: Path, api: NewApi) -> list[Change]:
         if change.check is not None and not change.check(change.text):
             raise NewApiError(f"{_rel(change.path, project)}: could not add {api.kind} to it")
     return changes
+
+
+def _health_checks_change(project: Path, watches_text: str) -> Change:
+    """Argo CD's health checks, as `generate crds` writes them, with the new kind's."""
+    watched = [
+        (
+            GVK(str(entry.get("group") or ""), str(entry.get("version") or ""), entry["kind"]),
+            entry.get("manageStatus") is not False,
+        )
+        for entry in yaml.safe_load(watches_text) or []
+        if isinstance(entry, dict) and isinstance(entry.get("kind"), str)
+    ]
+    path = project / argocd_health.PATH
+    text = argocd_health.render(
+        gvk for gvk, managed in watched if argocd_health.checked(gvk, managed)
+    )
+    return Change(path, text, created=not path.exists())
 
 
 def _rel(path: Path, base: Path) -> str:
