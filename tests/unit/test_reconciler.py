@@ -446,6 +446,31 @@ def test_a_refused_spec_is_stalled_and_a_run_that_cannot_start_is_retrying(tmp_p
     assert w.condition("Stalled")["status"] == "False"
 
 
+def test_a_watch_s_bound_on_failures_stalls_the_cr_until_it_changes(tmp_path):
+    boom = failed("check", "boom")
+    watch = Watch(gvk=WATCH.gvk, role=WATCH.role, stall_after_failures=2)
+    w = world(tmp_path, [boom, boom, boom, succeeded()], watch=watch)
+    with pytest.raises(ReconcileError):
+        w.reconcile()
+    assert w.condition("Reconciling")["reason"] == "RetryingAfterFailure"
+    with pytest.raises(TerminalError, match=r"2 failed runs in a row of generation 1"):
+        w.reconcile()
+    stalled = w.condition("Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "Failed")
+    assert stalled["message"] == (
+        "boom (2 failed runs in a row of generation 1: stallAfterFailures); not retried until "
+        "the resource changes"
+    )
+    assert w.condition("Failure")["message"] == "boom"  # upstream's, as it was
+    # A new generation starts the count again; its success clears it.
+    w.api.edit(THINGS, "ns", "a", lambda o: o.update(spec={"size": 2}))
+    with pytest.raises(ReconcileError):
+        w.reconcile()
+    assert w.condition("Stalled")["status"] == "False"
+    w.reconcile()
+    assert w.condition("Ready")["status"] == "True"
+
+
 @pytest.mark.parametrize(
     ("flag", "watch_says", "manage_status", "written"),
     [

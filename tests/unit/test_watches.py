@@ -210,6 +210,8 @@ def test_every_field(project: Path) -> None:
         ("kstatusConditions: null", "kstatus_conditions", None),
         ("kstatusConditions: false", "kstatus_conditions", False),
         ("kstatusConditions: yes", "kstatus_conditions", True),
+        ("stallAfterFailures: null", "stall_after_failures", None),
+        ("stallAfterFailures: 3", "stall_after_failures", 3),
         ("maxRunnerArtifacts: 0", "max_runner_artifacts", 20),
         ("maxRunnerArtifacts: null", "max_runner_artifacts", 20),
         ("maxRunnerArtifacts: -1", "max_runner_artifacts", -1),
@@ -637,6 +639,10 @@ def test_finalizer_role_and_playbook_resolution(project: Path) -> None:
         (
             "- {version: v1, kind: A, role: memcached, markUnsafe: 1}\n",
             "@ markUnsafe must be a boolean (true/false, unquoted), got number 1",
+        ),
+        (
+            "- {version: v1, kind: A, role: memcached, stallAfterFailures: 0}\n",
+            "@ stallAfterFailures must be at least 1, got 0",
         ),
         (
             "- {version: v1, kind: A, role: memcached, kstatusConditions: sometimes}\n",

@@ -126,6 +126,9 @@ class Watch:
     # Our addition (`kstatusConditions`): kstatus's conditions beside upstream's (core.kstatus);
     # None: as --kstatus-conditions says.
     kstatus_conditions: bool | None = None
+    # Our addition (`stallAfterFailures`): after this many failed runs in a row of one generation
+    # the operator gives up until the CR changes (kstatus's Stalled); None: it retries for ever.
+    stall_after_failures: int | None = None
 
     @property
     def marks_spec_unsafe(self) -> bool:
@@ -364,6 +367,7 @@ _WATCH_KEYS = (
     reserved_vars.WATCH_KEY,
     "relatedResources",
     "kstatusConditions",
+    "stallAfterFailures",
 )
 _GVK_KEYS = ("group", "version", "kind")
 _FINALIZER_KEYS = ("name", "playbook", "role", "vars")
@@ -538,6 +542,11 @@ def _parse_fields(fields: Mapping[str, Any], gvk: GVK, locate: Locator) -> _Pars
     run_timeout = _as_duration(fields.get("runTimeout"), "runTimeout")
     if run_timeout is not None and run_timeout < 0:
         raise _Problem(f"runTimeout must not be negative, got {fields.get('runTimeout')!r}")
+    stall_after = None
+    if fields.get("stallAfterFailures") is not None:
+        stall_after = _as_int(fields["stallAfterFailures"], "stallAfterFailures")
+        if stall_after < 1:
+            raise _Problem(f"stallAfterFailures must be at least 1, got {stall_after}")
     max_verbosity = None
     if fields.get("maxVerbosity") is not None:
         max_verbosity = _as_int(fields["maxVerbosity"], "maxVerbosity")
@@ -582,6 +591,7 @@ def _parse_fields(fields: Mapping[str, Any], gvk: GVK, locate: Locator) -> _Pars
         selector=selector,
         run_timeout=run_timeout or None,
         max_verbosity=max_verbosity,
+        stall_after_failures=stall_after,
         allow_reserved_vars=_as_reserved_vars(fields.get(reserved_vars.WATCH_KEY)),
         related=_parse_related(fields.get("relatedResources"), gvk),
     )

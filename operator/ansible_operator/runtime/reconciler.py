@@ -82,6 +82,8 @@ class Reconciler:
         self.ansible_names = ansible_names  # ansible-core's magic names, keywords and globals
         self._shadowing_warned: set[str] = set()
         self.loops = loops.LoopDetector()
+        # Failed runs in a row, by key, of the generation they ran (the watch's stallAfterFailures).
+        self._failures: dict[Key, tuple[object, int]] = {}
         self.metrics = metrics
         self.tracing = tracing
         # Written with upstream's conditions, so not when the role manages the status.
@@ -153,12 +155,15 @@ class Reconciler:
         if deleting and result.ok and finalizer is not None:
             await remove_finalizer(self.client, resource, live, finalizer)
             return Result()
+        gave_up = self._count(key, meta.get("generation"), result.ok)
         if self.watch.manage_status:
-            await status.done(result, live)
+            await status.done(result, live, gave_up=gave_up)
 
         if not result.ok:
             summary = failure_summary(result)
             await self.events.failed(live, summary)
+            if gave_up:
+                raise TerminalError(f"{summary} ({gave_up})")
             raise ReconcileError(summary)
         if was_failing:
             await self.events.recovered(live)
@@ -171,6 +176,20 @@ class Reconciler:
         if period is None:
             return Result()
         return Result(requeue_after=period, reason=triggers.periodic(period))
+
+    def _count(self, key: Key, generation: object, ok: bool) -> str:
+        """Count a run's failure; why the operator gives up on this generation once the watch's
+        ``stallAfterFailures`` is reached, else empty."""
+        bound = self.watch.stall_after_failures
+        if ok or bound is None:
+            self._failures.pop(key, None)
+            return ""
+        seen, count = self._failures.get(key, (generation, 0))
+        count = count + 1 if seen == generation else 1
+        self._failures[key] = (generation, count)
+        if count < bound:
+            return ""
+        return f"{count} failed runs in a row of generation {generation}: stallAfterFailures"
 
     async def _refuse_spec(self, obj: dict[str, Any], status: StatusWriter) -> None:
         """No run for a CR that Ansible could not take as data (`check_spec`: a reserved variable,
@@ -225,6 +244,7 @@ class Reconciler:
             if err.status == 404:
                 self.session.forget(namespace, name)
                 self.loops.forget(key)
+                self._failures.pop(key, None)
                 return None
             raise ReconcileError(f"{what}: {err}") from err
         except Unreachable as err:

@@ -111,9 +111,10 @@ class StatusWriter:
             read=read,
         )
 
-    async def done(self, result: RunResult, read: dict[str, Any]) -> None:
+    async def done(self, result: RunResult, read: dict[str, Any], *, gave_up: str = "") -> None:
         """``Successful`` or ``Failure`` with the run's ``ansibleResult``; ``read`` is the object
-        as just read after the run."""
+        as just read after the run. ``gave_up``: why a failure is not retried (kstatus's
+        Stalled), empty when it is."""
         counts = ansible_result(result, now=self._clock())
         if result.ok:
             await self._write(
@@ -139,9 +140,9 @@ class StatusWriter:
                 generation=self._generation,
                 reason=reason,
             ),
-            kstatus.Phase.RETRYING,
+            kstatus.Phase.STALLED if gave_up else kstatus.Phase.RETRYING,
             reason=reason,
-            message=message,
+            message=f"{message} ({gave_up})" if gave_up else message,
             read=read,
         )
 
