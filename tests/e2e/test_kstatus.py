@@ -54,9 +54,12 @@ def both(tool: list[str], obj: dict) -> dict:
     return json.loads(done.stdout)
 
 
-def test_kstatus_reads_a_cr_through_its_life(operator, crs, namespace, cluster, kstatus_check):
+@pytest.mark.parametrize("runner", ["warm", "cold"])
+def test_kstatus_and_argo_cd_read_a_cr_through_its_life(
+    operator, crs, namespace, cluster, kstatus_check, runner
+):
     operator.write_watches([{"kind": "Flaky", "role": "flaky"}])
-    operator.start()
+    operator.start(f"--runner={runner}")
 
     def read(name: str) -> dict:
         return crs.get_namespaced_custom_object(GROUP, VERSION, namespace, "flakys", name)
