@@ -82,6 +82,13 @@ class RunObserver(Protocol):
         """The CR is gone."""
 
 
+class _Observer:
+    """An observer that keeps nothing of a CR past its runs."""
+
+    def forget(self, gvk: GVK, namespace: str, name: str) -> None:
+        pass
+
+
 class _Listener:
     """A listener that ignores what it is told; observers override what they need."""
 
@@ -126,7 +133,7 @@ class Listeners:
 # -- the observers --------------------------------------------------------------------------------
 
 
-class LoggedRuns:
+class LoggedRuns(_Observer):
     """Upstream's log lines of a run: its events as they come (``--ansible-log-events``), then its
     stats, its warnings and, with ``--ansible-debug-logs``, its output."""
 
@@ -136,9 +143,6 @@ class LoggedRuns:
 
     def started(self, run: Run) -> RunListener:
         return _LoggedRun(self, run)
-
-    def forget(self, gvk: GVK, namespace: str, name: str) -> None:
-        pass
 
 
 class _LoggedRun(_Listener):
@@ -171,7 +175,7 @@ class _LoggedRun(_Listener):
             )
 
 
-class CountedRuns:
+class CountedRuns(_Observer):
     """The run metrics: each run's duration and result by kind."""
 
     def __init__(self, metrics: OperatorMetrics) -> None:
@@ -179,9 +183,6 @@ class CountedRuns:
 
     def started(self, run: Run) -> RunListener:
         return _CountedRun(self._metrics, run)
-
-    def forget(self, gvk: GVK, namespace: str, name: str) -> None:
-        pass
 
 
 class _CountedRun(_Listener):
@@ -228,7 +229,7 @@ class _RecordedRun(_Listener):
         self._history.finish(self._record, end.result, outcome=end.outcome)
 
 
-class TracedRuns:
+class TracedRuns(_Observer):
     """Each run's span (``tracing``), in its reconcile's trace, with a span per task at its end."""
 
     def __init__(self, tracing: Tracing) -> None:
@@ -236,9 +237,6 @@ class TracedRuns:
 
     def started(self, run: Run) -> RunListener:
         return _TracedRun(self._tracing, run)
-
-    def forget(self, gvk: GVK, namespace: str, name: str) -> None:
-        pass
 
 
 class _TracedRun(_Listener):
