@@ -161,13 +161,13 @@ unit-ansible-core-%: $$(call core_venv,$$*)/.installed bytecode
 
 e2e-ansible-core-%: $$(call core_venv,$$*)/.installed bytecode
 	$(call core_venv,$*)/bin/ansible-operator dev-cluster build
-	$(call core_venv,$*)/bin/python -m tests.e2e.tools  # promtool, the bundle validator
+	$(call core_venv,$*)/bin/python -m tests.e2e.tools  # promtool, the bundle validator, kstatus-check
 	$(call core_venv,$*)/bin/pytest tests/e2e -m ansible_core $(call workers,$(E2E_WORKERS)) \
 		$(PYTEST_ARGS)
 
 e2e: $(OPERATOR_DEPS)  ## the end-to-end tests on the local cluster
 	$(ANSIBLE_OPERATOR) dev-cluster build
-	$(BIN)/python -m tests.e2e.tools  # promtool, the bundle validator
+	$(BIN)/python -m tests.e2e.tools  # promtool, the bundle validator, kstatus-check
 	$(BIN)/pytest tests/e2e $(call workers,$(E2E_WORKERS)) $(PYTEST_ARGS)
 
 # `make bench`: bench/operator_bench.py (run from the repository root), the operator as a real
