@@ -425,8 +425,8 @@ def plan(project: Path, watches_file: Path, api: NewApi) -> list[Change]:
         raise NewApiError(f"{_rel(crd_path, project)} already exists; new-api does not overwrite")
     changes.append(_crd_change(crd_path, api, project))
 
-    watches = _watches_change(watches_file, api)
-    changes += [watches, _health_checks_change(project, watches.text)]
+    watches_change = _watches_change(watches_file, api)
+    changes += [watches_change, _health_checks_change(project, watches_change.text)]
     for maybe in (
         _kustomization_change(
             project / "config/crd/kustomization.yaml", CRD_MARKER, f"bases/{api.crd_file}"
