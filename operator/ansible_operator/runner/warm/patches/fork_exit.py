@@ -4,30 +4,42 @@ A fork inherits the exit hooks its parent registered (the operator's, the fork s
 worker's); they must not run again in the child, and the hooks the child itself registers must
 run at its end, as at a new interpreter's exit (Ansible removes its local temporary directory in
 one). The atexit module has no public call for either.
+
+One hook a new interpreter would have is not the child's own: multiprocessing's, registered when
+the parent imported it, which removes the directory multiprocessing makes under TMPDIR (2.21's
+ansible-playbook puts its RPC server's socket there). Running that hook in the child would also
+run multiprocessing's finalizers and join its children, which the fork's parent owns; so only the
+directory is removed here, when this process made it.
 """
 
 from __future__ import annotations
 
 import atexit
+import shutil
 import sys
+
+_inherited_tempdir: object = None
 
 
 def forget_inherited() -> None:
-    """Drop the parent's hooks, keeping those a new interpreter's imports would register: a module
-    the parent imported (the fork server preloads them) registers its hook only once, in the
-    parent. multiprocessing's removes the directory of 2.21's RPC socket (pymp-*) and runs only
-    this process's finalizers; it also stops and joins the process's multiprocessing children,
-    so the parent's are forgotten first, as multiprocessing's own children do."""
+    global _inherited_tempdir
     atexit._clear()
-    mp_util = sys.modules.get("multiprocessing.util")
-    if mp_util is not None:
-        from multiprocessing import process  # imported with multiprocessing.util
-
-        process._children = set()  # type: ignore[attr-defined]
-        atexit.register(mp_util._exit_function)
+    _inherited_tempdir = _mp_tempdir()
 
 
 def run_own() -> None:
-    """Run the hooks registered since `forget_inherited`; prints a hook's exception, as the
-    interpreter does."""
+    """Run the hooks registered since `forget_inherited`, then remove multiprocessing's
+    directory if this process made one; prints a hook's exception, as the interpreter does."""
     atexit._run_exitfuncs()
+    made = _mp_tempdir()
+    if isinstance(made, str) and made != _inherited_tempdir:
+        shutil.rmtree(made, ignore_errors=True)
+
+
+def _mp_tempdir() -> object:
+    """multiprocessing's directory under TMPDIR for this process, if it made or inherited one."""
+    if "multiprocessing.process" not in sys.modules:
+        return None
+    from multiprocessing import process
+
+    return process.current_process()._config.get("tempdir")  # type: ignore[attr-defined]
