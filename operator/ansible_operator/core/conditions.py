@@ -145,7 +145,7 @@ def _set(
     return [c for c in conditions if c.get("type") != ctype] + [condition]
 
 
-def _new(
+def new_condition(
     ctype: str,
     status: str,
     reason: str,
@@ -197,7 +197,9 @@ def mark_running(
     stamp = format_transition_time(now)
     custom, conditions = _split(status, stamp)
     conditions = _flip_false(conditions, SUCCESSFUL, now=stamp, generation=generation)
-    running = _new(RUNNING, TRUE, REASON_RUNNING, MESSAGE_RUNNING, now=stamp, generation=generation)
+    running = new_condition(
+        RUNNING, TRUE, REASON_RUNNING, MESSAGE_RUNNING, now=stamp, generation=generation
+    )
     return _join(custom, _set(conditions, running, generation))
 
 
@@ -213,7 +215,7 @@ def mark_success(
     stamp = format_transition_time(now)
     custom, conditions = _split(status, stamp)
     for condition in (
-        _new(
+        new_condition(
             RUNNING,
             TRUE,
             REASON_SUCCESSFUL,
@@ -222,7 +224,7 @@ def mark_success(
             generation=generation,
             result=ansible_result,
         ),
-        _new(
+        new_condition(
             SUCCESSFUL,
             TRUE,
             REASON_SUCCESSFUL,
@@ -230,7 +232,7 @@ def mark_success(
             now=stamp,
             generation=generation,
         ),
-        _new(FAILURE, FALSE, "", "", now=stamp, generation=generation),
+        new_condition(FAILURE, FALSE, "", "", now=stamp, generation=generation),
     ):
         conditions = _set(conditions, condition, generation)
     return _join(custom, conditions)
@@ -250,11 +252,11 @@ def mark_failure(
     stamp = format_transition_time(now)
     custom, conditions = _split(status, stamp)
     conditions = _flip_false(conditions, RUNNING, now=stamp, generation=generation)
-    failure = _new(
+    failure = new_condition(
         FAILURE, TRUE, reason, message, now=stamp, generation=generation, result=ansible_result
     )
     conditions = _set(conditions, failure, generation)
-    successful = _new(SUCCESSFUL, FALSE, "", "", now=stamp, generation=generation)
+    successful = new_condition(SUCCESSFUL, FALSE, "", "", now=stamp, generation=generation)
     return _join(custom, _set(conditions, successful, generation))
 
 
@@ -272,7 +274,7 @@ def mark_error(
     custom, conditions = _split(status, stamp)
     conditions = _flip_false(conditions, RUNNING, now=stamp, generation=generation)
     conditions = _flip_false(conditions, SUCCESSFUL, now=stamp, generation=generation)
-    failure = _new(FAILURE, TRUE, reason, message, now=stamp, generation=generation)
+    failure = new_condition(FAILURE, TRUE, reason, message, now=stamp, generation=generation)
     return _join(custom, _set(conditions, failure, generation))
 
 
@@ -285,7 +287,7 @@ def mark_interrupted(
     stamp = format_transition_time(now)
     custom, conditions = _split(status, stamp)
     conditions = _flip_false(conditions, SUCCESSFUL, now=stamp, generation=generation)
-    running = _new(
+    running = new_condition(
         RUNNING,
         FALSE,
         REASON_INTERRUPTED,

@@ -28,7 +28,6 @@ from typing import Any
 
 from ansible_operator.core import conditions
 from ansible_operator.core.conditions import FALSE, TRUE, Condition, Status
-from ansible_operator.core.limits import CONDITION_MESSAGE_BYTES, cap
 
 RECONCILING = "Reconciling"
 STALLED = "Stalled"
@@ -159,15 +158,9 @@ def _put(
     generation: int | None,
 ) -> list[Condition]:
     """Set one condition, its transition time moved only when its status flips."""
-    condition: Condition = {
-        "type": ctype,
-        "status": value,
-        "lastTransitionTime": stamp,
-        "reason": reason,
-        "message": cap(message, CONDITION_MESSAGE_BYTES),
-    }
-    if generation is not None:
-        condition["observedGeneration"] = generation
+    condition = conditions.new_condition(
+        ctype, value, reason, message, now=stamp, generation=generation
+    )
     for i, current in enumerate(kept):
         if current.get("type") == ctype:
             if current.get("status") == value and conditions.is_rfc3339(
