@@ -5,16 +5,15 @@ CRs of config/samples, and the operator running the repository's own watches.yam
 from __future__ import annotations
 
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes import client, watch
 
 from .crds import install_crds
 from .operators import Operator
-from .waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config"
@@ -119,28 +118,54 @@ def successful(obj: dict) -> bool:
 
 
 def wait_all_successful(crs, namespace: str, timeout: float = 300) -> dict[str, dict]:
-    """Every sample reconciled successfully (in any order); the objects by kind (a kind with
-    samples at two versions: either)."""
-    pending = {(s.kind, s.name): s for s in samples()}
-    done: dict[str, dict] = {}
+    """Every sample reconciled successfully (in any order); the objects by kind, as they were
+    when seen Successful (a kind with samples at two versions: either)."""
+    found = samples()
+    refs = [(s.group, s.version, s.plural, s.name) for s in found]
+    seen = wait_successful(crs, namespace, refs, timeout=timeout)
+    return {sample.kind: obj for sample, obj in zip(found, seen, strict=True)}
 
-    def probe() -> bool:
-        for key, sample in list(pending.items()):
-            try:
-                obj = crs.get_namespaced_custom_object(
-                    sample.group, sample.version, namespace, sample.plural, sample.name
-                )
-            except ApiException as err:
-                if err.status == 404:
-                    continue
-                raise
-            if successful(obj):
-                done[sample.kind] = obj
-                del pending[key]
-        return not pending
 
-    try:
-        wait_until(probe, what="Successful=True on every sample", timeout=timeout)
-    except AssertionError as err:
-        raise AssertionError(f"{err}; not Successful: {sorted(pending)}") from None
-    return done
+def wait_successful(
+    crs, namespace: str, refs: list[tuple[str, str, str, str]], timeout: float = 300
+) -> list[dict]:
+    """Each of ``refs`` (group, version, plural, name) as first seen ``Successful=True``.
+
+    Each is watched, not polled: a kind that requeues every two seconds, or whose dependents'
+    changes start its next run at once, is Successful between two runs only for a moment, and a
+    poll can miss that moment for minutes; a watch sees every status write. They are waited for
+    one after another, each from its state now (a watch's first event lists it), so each wait is
+    at most one of its runs once the operator has reached it.
+    """
+    deadline = time.monotonic() + timeout
+    seen = []
+    for ref in refs:
+        obj = successful_when_watched(crs, namespace, ref, deadline)
+        if obj is None:
+            raise AssertionError(
+                f"timed out after {timeout:.0f}s waiting for Successful=True; not Successful:"
+                f" {ref[2]}/{ref[3]} (and those after it: {[r[3] for r in refs[len(seen) + 1 :]]})"
+            )
+        seen.append(obj)
+    return seen
+
+
+def successful_when_watched(
+    crs, namespace: str, ref: tuple[str, str, str, str], deadline: float
+) -> dict | None:
+    """The object ``ref`` names as a watch first sees it Successful; None past ``deadline``."""
+    group, version, plural, name = ref
+    while (left := deadline - time.monotonic()) > 0:
+        events = watch.Watch().stream(
+            crs.list_namespaced_custom_object,
+            group,
+            version,
+            namespace,
+            plural,
+            field_selector=f"metadata.name={name}",
+            timeout_seconds=max(1, min(60, int(left))),
+        )
+        for event in events:
+            if event["type"] in ("ADDED", "MODIFIED") and successful(event["object"]):
+                return event["object"]
+    return None

@@ -21,6 +21,7 @@ from ansible_operator.core import ansible_cores
 from ansible_operator.devcluster import binaries, deploy
 from ansible_operator.gocompat import pluralize
 from tests.e2e.crds import GROUP, VERSION, install_crds, kind_crd
+from tests.e2e.project import wait_successful
 from tests.e2e.rbac import account_binding
 from tests.e2e.waiting import wait_until
 from tests.image.pod import PodmanPod, service_account_dir
@@ -180,12 +181,13 @@ def test_every_sample_reconciles_with_service_account_credentials(
     pod.wait_ready()
     refs = _apply_samples(cluster, namespace, SAMPLES)
 
-    def all_successful():
-        assert pod.running(), pod.logs()
-        objs = [_get(cluster, namespace, ref) for ref in refs]
-        return all((_condition(o, "Successful") or {}).get("status") == "True" for o in objs)
-
-    wait_until(all_successful, what="every sample Successful", timeout=600, every=2)
+    with cluster.api_client() as api_client:
+        try:
+            wait_successful(client.CustomObjectsApi(api_client), namespace, refs, timeout=600)
+        except AssertionError:
+            print(pod.logs())
+            raise
+    assert pod.running(), pod.logs()
     print(f"operator memory at rest in the image: {pod.rss_bytes() / 2**20:.0f} MiB")
 
     # config/default's secure metrics, scraped as a Prometheus bound to metrics-reader would.
