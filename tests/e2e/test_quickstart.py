@@ -167,6 +167,7 @@ def test_every_quickstart_command_works(cluster, tmp_path):
             script.append(until_successful(command))
         else:
             script.append(command)
+        script.append("printf '(%s s in)\\n' $SECONDS")  # each command's time, for a slow one
     project = checkout.parent / "memcached-operator"
     try:
         done = subprocess.run(
