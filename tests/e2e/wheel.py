@@ -3,10 +3,14 @@ virtualenv (no system site-packages), and a clean environment to run its tools i
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -15,6 +19,23 @@ def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(argv, capture_output=True, text=True, **kwargs)
     assert proc.returncode == 0, f"{argv}: {proc.returncode}\n{proc.stdout[-5000:]}{proc.stderr}"
     return proc
+
+
+def shared_wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One virtualenv with the wheel and its `molecule` extra for every test of the session that
+    needs it: the first xdist worker to ask builds it under a lock while the others wait, in
+    the temporary root they share (the session's own when it runs without workers)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # each worker's is a directory of the session's
+    work = base / "wheel"
+    with open(base / "wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (work / "venv/.made").exists():
+            shutil.rmtree(work, ignore_errors=True)  # a build a failed test left half done
+            work.mkdir()
+            (wheel_venv(work, extras="molecule") / ".made").touch()
+    return work / "venv"
 
 
 def wheel_venv(work: Path, extras: str = "") -> Path:
