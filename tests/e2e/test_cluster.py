@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+
+from ansible_operator.devcluster import binaries, deploy
 
 from .crds import install_crds
 from .rbac import account_binding
@@ -191,3 +195,24 @@ def _can_get(reader, namespace):
         if err.status == 403:
             return False
         raise
+
+
+def test_a_deploy_says_no_container_runs_only_where_every_node_is_kwoks(cluster):
+    kubectl = binaries.kubectl()
+    assert deploy.no_container_runs(kubectl, cluster.kubeconfig)  # the local cluster's kwok node
+    # A Node kwok does not manage (as a real kubelet's would be); cordoned and tainted, so that
+    # nothing of the other tests on this cluster is scheduled to it meanwhile.
+    node = client.V1Node(
+        metadata=client.V1ObjectMeta(name=f"real-{uuid.uuid4().hex[:8]}"),
+        spec=client.V1NodeSpec(
+            unschedulable=True,
+            taints=[client.V1Taint(key="e2e.example.com/real", effect="NoSchedule")],
+        ),
+    )
+    with cluster.api_client() as api_client:
+        core = client.CoreV1Api(api_client)
+        core.create_node(node)
+        try:
+            assert not deploy.no_container_runs(kubectl, cluster.kubeconfig)
+        finally:
+            core.delete_node(node.metadata.name)

@@ -27,7 +27,7 @@ import pytest
 from kubernetes import client
 
 from ansible_operator.core import ansible_cores
-from ansible_operator.devcluster import binaries
+from ansible_operator.devcluster import binaries, image_command
 
 from .crds import remove_crds
 
@@ -184,6 +184,8 @@ def test_every_quickstart_command_works(cluster, tmp_path):
                 done.stdout
             ), "every command ran"
         assert "[molecule] passed: memcached" in done.stdout
+        # make deploy on a cluster where no container runs says so (issue 39, until Pods run)
+        assert image_command.NO_CONTAINER_RUNS in done.stderr
         with cluster.api_client() as api_client:
             apps = client.AppsV1Api(api_client)
             deployment = apps.read_namespaced_deployment(

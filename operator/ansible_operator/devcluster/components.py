@@ -181,6 +181,9 @@ def build(
     ]
 
 
+KWOK_NODE = "kwok.x-k8s.io/node"  # the annotation of a Node kwok manages ("fake")
+
+
 def fake_node(name: str) -> dict[str, object]:
     """A Node that kwok manages; untainted, so every Pod may land on it."""
     return {
@@ -188,7 +191,7 @@ def fake_node(name: str) -> dict[str, object]:
         "kind": "Node",
         "metadata": {
             "name": name,
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake"},
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0", KWOK_NODE: "fake"},
             "labels": {
                 "kubernetes.io/arch": "amd64",
                 "kubernetes.io/os": "linux",

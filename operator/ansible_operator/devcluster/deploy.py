@@ -8,12 +8,15 @@ the kustomize binary and leave the change in the tree).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tempfile
 from pathlib import Path
 
 import yaml
+
+from .components import KWOK_NODE
 
 
 class DeployError(Exception):
@@ -58,6 +61,15 @@ def delete(kubectl: Path, kubeconfig: Path | None, manifests: str) -> str:
         "-f",
         "-",
         stdin=manifests,
+    )
+
+
+def no_container_runs(kubectl: Path, kubeconfig: Path | None) -> bool:
+    """Whether every Node of the cluster is kwok's (the local cluster's): Pods are reported
+    Running there, but no container runs."""
+    nodes = json.loads(_kubectl(kubectl, kubeconfig, "get", "nodes", "-o", "json"))["items"]
+    return bool(nodes) and all(
+        (node["metadata"].get("annotations") or {}).get(KWOK_NODE) == "fake" for node in nodes
     )
 
 

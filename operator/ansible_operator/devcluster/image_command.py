@@ -20,6 +20,14 @@ from pathlib import Path
 from ansible_operator.devcluster import binaries, deploy, image, target, wheel
 from ansible_operator.devcluster.cluster import DevCluster
 
+# Said after a deploy to a cluster whose every Node is kwok's (the local cluster's): the Pod is
+# reported Running, and a new user would wait for reconciles that never come.
+NO_CONTAINER_RUNS = (
+    "ansible-operator dev-image deploy: every Node of this cluster is kwok's, so no container runs"
+    " (the Pod is reported Running, the operator in it reconciles nothing); `make run` runs the"
+    " operator as a process against this cluster"
+)
+
 
 def _progress(message: str) -> None:
     print(f"[dev-image] {message}", file=sys.stderr, flush=True)
@@ -125,6 +133,8 @@ def _deploy(args: argparse.Namespace) -> int:
         manifests = deploy.render(kubectl, args.project, args.tag, args.config)
         act = deploy.apply if args.action == "deploy" else deploy.delete
         print(act(kubectl, kubeconfig, manifests), end="")
+        if args.action == "deploy" and deploy.no_container_runs(kubectl, kubeconfig):
+            print(NO_CONTAINER_RUNS, file=sys.stderr)
     except (binaries.BinariesError, deploy.DeployError, target.TargetError) as err:
         print(f"ansible-operator dev-image {args.action}: {err}", file=sys.stderr)
         return 1
