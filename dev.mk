@@ -42,7 +42,7 @@ override IMAGE_BUILD_ARGS := --build-arg ANSIBLE='$(ANSIBLE_FOR_$(DEFAULT_CORE))
 	$(IMAGE_BUILD_ARGS) --build-arg OPERATOR_PACKAGE=ansible-operator-py==$(VERSION)
 PYTEST_ARGS ?=
 
-.PHONY: lint unit runner e2e venv bytecode cluster-up cluster-down cluster-status binaries clean image-test bench soak
+.PHONY: lint lint-python lint-ansible unit runner e2e venv bytecode cluster-up cluster-down cluster-status binaries clean image-test bench soak
 
 # uv (from PyPI, into the virtualenv) installs the packages: about 30 s where pip took 3-5 min.
 # Unlike pip it writes no bytecode unless asked, and where PYTHONDONTWRITEBYTECODE is set (as on
@@ -89,7 +89,12 @@ cluster-status: $(OPERATOR_DEPS)  ## is the local cluster up
 # the repository's own, hence the extra paths and the galaxy exceptions (no Galaxy repository).
 ANSIBLE_LINT_EXTRA := --exclude tests/ --exclude operator/ --exclude bench/ \
 	$(foreach dir,$(wildcard .venv?*),--exclude $(dir)/) -x 'galaxy[no-repository],galaxy[no-changelog]'
+# Two lanes, one per core here: the Python checks (mypy's two runs take most of it) and the
+# Ansible ones (ansible-lint); each lane's output together.
 lint: $(OPERATOR_DEPS)  ## ruff, mypy, layers, CRDs, Dockerfile, yamllint, ansible-lint
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint-python lint-ansible
+
+lint-python: $(OPERATOR_DEPS)
 	$(BIN)/ruff check operator tests bench
 	$(BIN)/ruff format --check operator tests bench
 	$(BIN)/mypy
@@ -101,6 +106,8 @@ lint: $(OPERATOR_DEPS)  ## ruff, mypy, layers, CRDs, Dockerfile, yamllint, ansib
 		-p ansible_collections.operator_sdk.util
 	$(ANSIBLE_OPERATOR) generate crds --check  # the CRDs in config/crd/bases match the roles
 	$(BIN)/pytest -q tests/unit/test_dockerfile.py  # the Dockerfile's essentials, before a build
+
+lint-ansible: $(OPERATOR_DEPS)
 	$(BIN)/yamllint --strict roles playbooks operator/ansible_collections molecule config tests/e2e/roles \
 		watches.yaml requirements.yml .yamllint .ansible-lint \
 		bench/roles bench/watches.yaml bench/trivial-crd.yaml
