@@ -18,7 +18,7 @@ from kubernetes import client
 from ansible_operator import cli
 
 from .crds import remove_crds
-from .wheel import run, shared_wheel_venv, user_env
+from .wheel import run, user_env, wheel_venv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
@@ -85,7 +85,7 @@ VERIFY_TASKS = """\
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return shared_wheel_venv(tmp_path_factory)
+    return wheel_venv(tmp_path_factory, tmp_path_factory.mktemp("wheel"), extras="molecule")
 
 
 @pytest.mark.timeout(2400)  # the wheel, a virtualenv with molecule, then the scenario

@@ -18,7 +18,7 @@ import yaml
 
 from .crds import GROUP, VERSION, install_crds, kind_crd
 from .resources import new_cr, wait_condition
-from .wheel import run, shared_wheel_venv, user_env
+from .wheel import run, user_env, wheel_venv
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +27,7 @@ KIND = "Wheeled"
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return shared_wheel_venv(tmp_path_factory)
+    return wheel_venv(tmp_path_factory, tmp_path_factory.mktemp("wheel"))
 
 
 @pytest.fixture

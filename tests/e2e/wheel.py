@@ -21,35 +21,11 @@ def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def shared_wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One virtualenv with the wheel and its `molecule` extra for every test of the session that
-    needs it: the first xdist worker to ask builds it under a lock while the others wait, in
-    the temporary root they share (the session's own when it runs without workers)."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # each worker's is a directory of the session's
-    work = base / "wheel"
-    with open(base / "wheel.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (work / "venv/.made").exists():
-            shutil.rmtree(work, ignore_errors=True)  # a build a failed test left half done
-            work.mkdir()
-            (wheel_venv(work, extras="molecule") / ".made").touch()
-    return work / "venv"
-
-
-def wheel_venv(work: Path, extras: str = "") -> Path:
-    """A fresh virtualenv in `work` with only the built wheel (`[extras]` too) installed."""
-    # The sources the build needs (as the Dockerfile copies them), without the egg-info an
-    # editable install leaves: its SOURCES.txt would add files the package data may lack.
-    shutil.copy(REPO / "pyproject.toml", work / "pyproject.toml")
-    leftovers = shutil.ignore_patterns("*.egg-info", "__pycache__")
-    shutil.copytree(REPO / "operator", work / "operator", ignore=leftovers)
-    # sdist, then the wheel from it: the wheel holds only what the sdist carries.
-    run([sys.executable, "-m", "build", "--outdir", str(work / "dist"), str(work)], timeout=900)
-    (wheel,) = (work / "dist").glob("*.whl")
-    run([sys.executable, "-m", "venv", str(work / "venv")], timeout=300)
+def wheel_venv(tmp_path_factory: pytest.TempPathFactory, work: Path, extras: str = "") -> Path:
+    """A fresh virtualenv in `work` with only the session's wheel (`[extras]` too) installed."""
+    wheel = session_wheel(tmp_path_factory)
     requirement = f"{wheel}[{extras}]" if extras else str(wheel)
+    run([sys.executable, "-m", "venv", str(work / "venv")], timeout=300)
     # uv, beside this Python (dev.mk installs it): the same wheel and dependencies as pip's, in
     # seconds rather than minutes.
     uv = Path(sys.executable).parent / "uv"
@@ -66,6 +42,37 @@ def wheel_venv(work: Path, extras: str = "") -> Path:
         timeout=1800,
     )
     return work / "venv"
+
+
+def session_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from this repository, once per session: the first xdist worker to ask
+    builds it under a lock while the others wait, in the temporary root they share (the
+    session's own when it runs without workers)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # each worker's is a directory of the session's
+    work = base / "wheel"
+    with open(base / "wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        built = list((work / "dist").glob("*.whl"))
+        if not built:
+            shutil.rmtree(work, ignore_errors=True)  # a build a failed test left half done
+            work.mkdir()
+            built = [build_wheel(work)]
+    return built[0]
+
+
+def build_wheel(work: Path) -> Path:
+    """The sdist, then the wheel from it (the wheel holds only what the sdist carries), built
+    in `work` from a copy of the sources the build needs (as the Dockerfile copies them),
+    without the egg-info an editable install leaves: its SOURCES.txt would add files the
+    package data may lack."""
+    shutil.copy(REPO / "pyproject.toml", work / "pyproject.toml")
+    leftovers = shutil.ignore_patterns("*.egg-info", "__pycache__")
+    shutil.copytree(REPO / "operator", work / "operator", ignore=leftovers)
+    run([sys.executable, "-m", "build", "--outdir", str(work / "dist"), str(work)], timeout=900)
+    (wheel,) = (work / "dist").glob("*.whl")
+    return wheel
 
 
 def user_env(venv: Path, home: Path) -> dict[str, str]:
