@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
@@ -216,3 +217,31 @@ def test_a_deploy_says_no_container_runs_only_where_every_node_is_kwoks(cluster)
             assert not deploy.no_container_runs(kubectl, cluster.kubeconfig)
         finally:
             core.delete_node(node.metadata.name)
+
+
+def test_a_deploy_by_a_user_who_may_not_list_nodes_is_not_refused_for_it(
+    cluster, namespace, tmp_path
+):
+    with cluster.api_client() as api_client:
+        core = client.CoreV1Api(api_client)
+        core.create_namespaced_service_account(namespace, {"metadata": {"name": "deployer"}})
+        token = core.create_namespaced_service_account_token(
+            "deployer", namespace, {"spec": {"expirationSeconds": 600}}
+        ).status.token
+        server, ca = api_client.configuration.host, api_client.configuration.ssl_ca_cert
+    kubeconfig = tmp_path / "deployer.kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {"name": "c", "cluster": {"server": server, "certificate-authority": ca}}
+                ],
+                "users": [{"name": "deployer", "user": {"token": token}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "deployer"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    assert not deploy.no_container_runs(binaries.kubectl(), kubeconfig)

@@ -66,8 +66,13 @@ def delete(kubectl: Path, kubeconfig: Path | None, manifests: str) -> str:
 
 def no_container_runs(kubectl: Path, kubeconfig: Path | None) -> bool:
     """Whether every Node of the cluster is kwok's (the local cluster's): Pods are reported
-    Running there, but no container runs."""
-    nodes = json.loads(_kubectl(kubectl, kubeconfig, "get", "nodes", "-o", "json"))["items"]
+    Running there, but no container runs. False when the Nodes may not be listed (rights in a
+    namespace only): nothing is known then, and the deploy itself has succeeded."""
+    try:
+        listed = _kubectl(kubectl, kubeconfig, "get", "nodes", "-o", "json")
+    except DeployError:
+        return False
+    nodes = json.loads(listed)["items"]
     return bool(nodes) and all(
         (node["metadata"].get("annotations") or {}).get(KWOK_NODE) == "fake" for node in nodes
     )
