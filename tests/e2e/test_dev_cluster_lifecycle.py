@@ -7,8 +7,10 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from kubernetes import client, config
 
 from ansible_operator.devcluster import processes
 
@@ -43,6 +45,34 @@ def recorded(state_dir):
         for name, c in state["components"].items()
     }
     return refs, state["ports"]
+
+
+def bound_volume(kubeconfig: Path) -> Path:
+    """The directory of the volume provisioned for a new claim of the default class."""
+    with config.new_client_from_config(config_file=str(kubeconfig)) as api_client:
+        core = client.CoreV1Api(api_client)
+        core.create_namespaced_persistent_volume_claim(
+            "default",
+            {
+                "metadata": {"name": "data"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            },
+        )
+        claim = wait_until(
+            lambda: (
+                (c := core.read_namespaced_persistent_volume_claim("data", "default"))
+                and c.status.phase == "Bound"
+                and c
+            ),
+            what="the claim to bind",
+            timeout=120,
+        )
+        assert claim.spec.storage_class_name == "standard"
+        volume = core.read_persistent_volume(claim.spec.volume_name)
+        return Path(volume.spec.host_path.path)
 
 
 def test_up_is_idempotent_status_reports_a_crash_and_down_cleans_up(tmp_path):
@@ -87,8 +117,14 @@ def test_up_is_idempotent_status_reports_a_crash_and_down_cleans_up(tmp_path):
     assert not any(processes.is_running(r) for r in refs.values())
     assert all(processes.is_running(r) for r in new_refs.values())
 
+    # A claim of no class binds: the default StorageClass provisions a directory for it, which
+    # `down` removes with the cluster (kwok runs no container, so nothing writes there).
+    volume = bound_volume(Path(kubeconfig))
+    assert volume.is_dir()
+
     down = dev_cluster("down", state_dir=state_dir)
     assert down.returncode == 0, down.stderr
+    assert not volume.exists(), f"{volume} outlived the cluster"
     for ref in [*refs.values(), *new_refs.values()]:
         assert not processes.is_running(ref)
     # Any process may bind a port the cluster freed; none of the cluster's own may still hold one.

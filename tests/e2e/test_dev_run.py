@@ -3,6 +3,7 @@ Successful, the banners say so, and SIGINT or SIGTERM ends it with nothing left 
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
@@ -20,6 +21,22 @@ from .waiting import wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 READY = re.compile(r"==== the operator \(pid (\d+)\) is ready: metrics http://127.0.0.1:(\d+)/")
+
+
+READY_PHASES = {
+    "EtcdStore": ("Running", 3),  # (status.phase, status.readyMembers)
+    "EtcdBackup": ("Completed", None),
+    "EtcdRestore": ("Completed", None),
+}
+
+
+def etcd_phases(kubeconfig: Path, namespace: str) -> dict[str, tuple]:
+    kinds = ",".join(f"{kind.lower()}s.store.example.com" for kind in READY_PHASES)
+    found = kubectl(kubeconfig, "get", kinds, "-n", namespace, "-o", "json")
+    statuses = {item["kind"]: item.get("status", {}) for item in json.loads(found.stdout)["items"]}
+    return {
+        kind: (status.get("phase"), status.get("readyMembers")) for kind, status in statuses.items()
+    }
 
 
 class DevRun:
@@ -78,6 +95,13 @@ def test_dev_run_reconciles_every_sample_and_stops_cleanly(cluster, namespace, t
         waited = kubectl(cluster.kubeconfig, "wait", "--for=condition=Ready", "--timeout=30s",
                          "-n", namespace, *names)  # fmt: skip
         assert waited.stdout.count("condition met") == count, waited.stdout
+        # And each in its ready phase: the local cluster provisions the claims, so the store's
+        # three members become ready, its backup completes, and the restore of that backup.
+        wait_until(
+            lambda: etcd_phases(cluster.kubeconfig, namespace) == READY_PHASES,
+            what=f"the etcd samples in {READY_PHASES}",
+            timeout=300,
+        )
     finally:
         code = first.stop(signal.SIGINT)
         print(f"---- dev run ({log}) ----\n{log.read_text()[-20000:]}", file=sys.stderr)

@@ -147,6 +147,7 @@ class DevCluster:
         state = self._read_state()
         if state is None:
             return False
+        self._remove_provisioned_volumes(state)
         refs = self._refs(state)
         # Reverse start order: clients of the API server first, etcd last.
         order = list(reversed(list(refs)))
@@ -154,6 +155,26 @@ class DevCluster:
         processes.stop([refs[n] for n in order])
         self.layout.state_file.unlink(missing_ok=True)
         return True
+
+    def _remove_provisioned_volumes(self, state: dict) -> None:
+        """The directories of the volumes still provisioned: the controller manager removes a
+        volume's directory when its claim goes, and it is about to stop. When the API server no
+        longer answers (a killed run's cluster), it says which directories may stay behind."""
+        try:
+            api = LocalApi(state["server"], self.layout.certs)
+            code, body = api.get("/api/v1/persistentvolumes")
+        except OSError as err:
+            code, body = 0, str(err)
+        if code != 200 or not isinstance(body, dict):
+            self._say(
+                f"cannot list the cluster's volumes ({code or body}); the directories of those "
+                f"it provisioned stay in {components.HOSTPATH_VOLUMES}"
+            )
+            return
+        for volume in body.get("items") or []:
+            path = Path((volume["spec"].get("hostPath") or {}).get("path", "/"))
+            if path.parent == components.HOSTPATH_VOLUMES:
+                shutil.rmtree(path, ignore_errors=True)
 
     # -- up ------------------------------------------------------------------------------------
 
@@ -237,11 +258,27 @@ class DevCluster:
         self._wait_healthy([by_name["kube-apiserver"]], state)
         self._say(f"kube-apiserver ready at {server} ({time.monotonic() - started_at:.1f}s)")
         api = LocalApi(server, cluster_certs)
-        self._create_port_forward_crd(api)
+        port_forward_crd = yaml.safe_load(
+            resources.files("ansible_operator.devcluster")
+            .joinpath("kwok-portforward-crd.yaml")
+            .read_text()
+        )
+        self._create(
+            api,
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            port_forward_crd,
+            "kwok's PortForward CRD",
+        )
+        self._create(
+            api,
+            "/apis/storage.k8s.io/v1/storageclasses",
+            components.default_storage_class(),
+            "the default StorageClass",
+        )
         rest = [c for c in comps if c.name not in ("etcd", "kube-apiserver")]
         for comp in rest:
             launch(comp)
-        self._create_node(api)
+        self._create(api, "/api/v1/nodes", components.fake_node(NODE_NAME), f"node {NODE_NAME}")
         self._wait_healthy(rest, state)
         self._wait_for(
             api,
@@ -256,22 +293,10 @@ class DevCluster:
         self._say(f"cluster ready in {time.monotonic() - started_at:.1f}s")
         return self.kubeconfig
 
-    def _create_port_forward_crd(self, api: LocalApi) -> None:
-        crd = yaml.safe_load(
-            resources.files("ansible_operator.devcluster")
-            .joinpath("kwok-portforward-crd.yaml")
-            .read_text()
-        )
-        code, body = api.request(
-            "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd
-        )
+    def _create(self, api: LocalApi, collection: str, obj: dict, what: str) -> None:
+        code, body = api.request("POST", collection, obj)
         if code not in (201, 409):
-            raise ClusterError(f"creating kwok's PortForward CRD failed: HTTP {code}: {body}")
-
-    def _create_node(self, api: LocalApi) -> None:
-        code, body = api.request("POST", "/api/v1/nodes", components.fake_node(NODE_NAME))
-        if code not in (201, 409):
-            raise ClusterError(f"creating node {NODE_NAME} failed: HTTP {code}: {body}")
+            raise ClusterError(f"creating {what} failed: HTTP {code}: {body}")
 
     def _check_alive(self, state: dict) -> None:
         for name, ref in self._refs(state).items():

@@ -2,7 +2,9 @@
 
 Everything listens on 127.0.0.1 only. The API server advertises a loopback address, which the
 ``kubernetes`` Service endpoints reject, so the endpoint reconciler is off; kwok plays the kubelet
-for every node, so Pods are scheduled and become Running without a container runtime.
+for every node, so Pods are scheduled and become Running without a container runtime. Claims bind:
+the controller manager's host-path provisioner makes a volume for each claim of the default
+StorageClass (a directory under /tmp/hostpath_pv, its path fixed in Kubernetes' code).
 """
 
 from __future__ import annotations
@@ -139,6 +141,7 @@ def build(
                 f"--cluster-signing-cert-file={certs.ca_cert}",
                 f"--cluster-signing-key-file={certs.ca_key}",
                 "--controllers=*",
+                "--enable-hostpath-provisioner=true",
                 "--profiling=false",
             ],
             f"https://127.0.0.1:{ports['kube-controller-manager']}/healthz",
@@ -179,6 +182,26 @@ def build(
             verify_tls=False,
         ),
     ]
+
+
+HOSTPATH_PROVISIONER = "kubernetes.io/host-path"
+HOSTPATH_VOLUMES = Path("/tmp/hostpath_pv")  # where that provisioner makes each volume
+
+
+def default_storage_class() -> dict[str, object]:
+    """The cluster's default StorageClass (a claim with no class gets it): a volume made for each
+    claim at once, deleted with it. kind names its default class ``standard`` too."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {
+            "name": "standard",
+            "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+        },
+        "provisioner": HOSTPATH_PROVISIONER,
+        "reclaimPolicy": "Delete",
+        "volumeBindingMode": "Immediate",
+    }
 
 
 KWOK_NODE = "kwok.x-k8s.io/node"  # the annotation of a Node kwok manages ("fake")
