@@ -21,7 +21,7 @@ from ansible_operator.dev import runs_command
 from ansible_operator.devcluster import bundle_validator, image_command
 from ansible_operator.devcluster import command as devcluster_command
 from ansible_operator.runner import RunnerError, find_ansible_runner, versions
-from ansible_operator.scaffold import generate, olm, source
+from ansible_operator.scaffold import generate, helm_chart, olm, source
 from ansible_operator.scaffold import init as init_command
 from ansible_operator.scaffold import new_api as newapi
 
@@ -114,6 +114,11 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
     ("generate", "bundle"): [
         "ansible-operator dev-image render --config manifests --tag registry.example.com/op:0.1.0"
         " | ansible-operator generate bundle --version 0.1.0 --channels alpha",
+    ],
+    ("generate", "helm-chart"): [
+        "make helm-chart IMG=registry.example.com/op:0.1.0 VERSION=0.1.0",
+        "ansible-operator dev-image render --tag registry.example.com/op:0.1.0 --with prometheus"
+        " --with network-policy | ansible-operator generate helm-chart --version 0.1.0",
     ],
     ("bundle", "validate"): [
         "ansible-operator bundle validate ./bundle",
@@ -229,7 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     runs_command.add_parser(subparsers)
     init_command.add_parser(subparsers)
     newapi.add_parser(subparsers)
-    olm.add_parsers(generate.add_parser(subparsers))
+    generated = generate.add_parser(subparsers)
+    olm.add_parsers(generated)
+    helm_chart.add_parser(generated)
     bundle_validator.add_parser(subparsers)
     _with_examples(parser)
     return parser

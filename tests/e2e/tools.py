@@ -1,7 +1,8 @@
 """The Go programs the e2e tests run besides the cluster, built once into the binaries' cache
 before the tests start (`make e2e` runs `python -m tests.e2e.tools`), so that a first build of
 minutes is a step of its own, not part of a test under its timeout: promtool, for the alerts'
-tests, the OLM bundle validator, and kstatus-check (how GitOps tools read a CR's status).
+tests, the OLM bundle validator, kstatus-check (how GitOps tools read a CR's status) and helm
+(the chart's tests).
 A test that finds one missing still builds it first."""
 
 from __future__ import annotations
@@ -27,7 +28,17 @@ KSTATUS = gobuild.GoProgram(
     title="kstatus-check (sigs.k8s.io/cli-utils v0.37.2's kstatus, gopher-lua v1.1.2)",
     module=HERE / "kstatus",
 )
-PROGRAMS = [PROMTOOL, bundle_validator.PROGRAM, KSTATUS]
+HELM_VERSION = (
+    "v4.3.1"  # helm.sh/helm/v4, as helm/go.mod pins it (Helm 3's support ended 2026-11-11)
+)
+HELM = gobuild.GoProgram(
+    name="helm",
+    pin=f"helm-{HELM_VERSION}",
+    title=f"helm (helm.sh/helm/v4 {HELM_VERSION})",
+    module=HERE / "helm",
+    package="helm.sh/helm/v4/cmd/helm",
+)
+PROGRAMS = [PROMTOOL, bundle_validator.PROGRAM, KSTATUS, HELM]
 
 
 def main() -> int:

@@ -164,7 +164,7 @@ def complete(script: str, line: str) -> list[str]:
         ("ansible-operator create api --gr", ["--group"]),
         ("ansible-operator new-api --group cache --ver", ["--version"]),
         ("ansible-operator dev-image b", ["build"]),
-        ("ansible-operator generate ", ["crds", "kustomize", "bundle"]),
+        ("ansible-operator generate ", ["crds", "kustomize", "bundle", "helm-chart"]),
         ("ansible-operator run --kubec", ["--kubeconfig"]),
         ("ansible-operator run --startup", ["--startup-timeout"]),
         ("ansible-operator init --plu", ["--plugins"]),

@@ -31,20 +31,61 @@ def split_image(image: str) -> tuple[str, str]:
     return name, tag
 
 
-def render(kubectl: Path, project: Path, image: str, config: str = "default") -> str:
-    """The manifests of ``config/<config>`` with the manager's image set to ``image``."""
+def render(
+    kubectl: Path, project: Path, image: str, config: str = "default", also: tuple[str, ...] = ()
+) -> str:
+    """The manifests of ``config/<config>`` with the manager's image set to ``image``; with
+    ``also`` (``prometheus``, ``network-policy``), those kustomizations of ``config/`` too, as if
+    ``config/<config>`` listed them in its resources (its namespace, name prefix and labels)."""
     name, tag = split_image(image)
+    directory = _kustomization(project, config)
+    parts = [_kustomization(project, part) for part in also]
+    images = [{"name": "controller", "newName": name, "newTag": tag}]
+    with tempfile.TemporaryDirectory(prefix="ansible-operator-deploy.") as tmp:
+        if parts:
+            overlay = _rebased(directory, Path(tmp))
+            overlay["resources"] = [
+                *overlay.get("resources", []),
+                *(os.path.relpath(part.resolve(), tmp) for part in parts),
+            ]
+            overlay["images"] = [*overlay.get("images", []), *images]
+            # Its files (patches, single objects) lie outside the overlay's directory.
+            options = ["--load-restrictor=LoadRestrictionsNone"]
+        else:
+            base = os.path.relpath(directory.resolve(), tmp)  # no absolute
+            overlay, options = {"resources": [base], "images": images}, []
+        (Path(tmp) / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+        return _kubectl(kubectl, None, "kustomize", *options, tmp)
+
+
+def _kustomization(project: Path, config: str) -> Path:
     directory = project / "config" / config
     if "/" in config or not (directory / "kustomization.yaml").is_file():
         raise DeployError(f"{directory} is not a kustomization of config/ (default, ha, ...)")
-    with tempfile.TemporaryDirectory(prefix="ansible-operator-deploy.") as tmp:
-        base = os.path.relpath(directory.resolve(), tmp)  # no absolute
-        overlay = {
-            "resources": [base],
-            "images": [{"name": "controller", "newName": name, "newTag": tag}],
-        }
-        (Path(tmp) / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
-        return _kubectl(kubectl, None, "kustomize", tmp)
+    return directory
+
+
+_PATH_LISTS = ("resources", "components", "crds", "configurations", "patchesStrategicMerge")
+_PATH_ITEMS = ("patches", "patchesJson6902", "replacements")  # items with a `path`
+
+
+def _rebased(directory: Path, new_home: Path) -> dict:
+    """``directory``'s kustomization with each path in it relative to ``new_home``."""
+    kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text()) or {}
+
+    def rebase(path: str) -> str:
+        if "://" in path or "\n" in path:  # a URL, or an inline patch
+            return path
+        return os.path.relpath((directory / path).resolve(), new_home)
+
+    for key in _PATH_LISTS:
+        if key in kustomization:
+            kustomization[key] = [rebase(item) for item in kustomization[key]]
+    for key in _PATH_ITEMS:
+        for item in kustomization.get(key) or []:
+            if isinstance(item, dict) and "path" in item:
+                item["path"] = rebase(item["path"])
+    return dict(kustomization)
 
 
 def apply(kubectl: Path, kubeconfig: Path | None, manifests: str) -> str:

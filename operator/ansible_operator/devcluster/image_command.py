@@ -86,6 +86,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="which kustomization of config/ (default; manifests: the OLM bundle's input)",
     )
     render.add_argument(
+        "--with",
+        dest="also",
+        action="append",
+        default=[],
+        metavar="PART",
+        help="another kustomization of config/ rendered as part of it (prometheus, "
+        "network-policy: what `make helm-chart` puts behind a value); repeatable",
+    )
+    render.add_argument(
         "--output", default="-", help="a file, or - for standard output (default: -)"
     )
     render.set_defaults(handler=_render)
@@ -130,7 +139,7 @@ def _deploy(args: argparse.Namespace) -> int:
         print(cluster.describe(), file=sys.stderr)
         kubeconfig = cluster.kubeconfig or DevCluster(None).kubeconfig
         kubectl = binaries.kubectl()
-        manifests = deploy.render(kubectl, args.project, args.tag, args.config)
+        manifests = deploy.render(kubectl, args.project, args.tag, args.config, tuple(args.also))
         act = deploy.apply if args.action == "deploy" else deploy.delete
         print(act(kubectl, kubeconfig, manifests), end="")
         if args.action == "deploy" and deploy.no_container_runs(kubectl, kubeconfig):
@@ -144,7 +153,7 @@ def _deploy(args: argparse.Namespace) -> int:
 def _render(args: argparse.Namespace) -> int:
     try:
         kubectl = binaries.kubectl()
-        manifests = deploy.render(kubectl, args.project, args.tag, args.config)
+        manifests = deploy.render(kubectl, args.project, args.tag, args.config, tuple(args.also))
     except (binaries.BinariesError, deploy.DeployError) as err:
         print(f"ansible-operator dev-image render: {err}", file=sys.stderr)
         return 1
