@@ -113,7 +113,7 @@ def serve(*bodies: bytes, client: Any = None) -> tuple[int, str, CollectorRegist
     webhook = ConversionWebhook(
         [conversion],
         client=client,  # only for Events: the handler does not call the API server otherwise
-        bind_address="127.0.0.1:0",
+        at=("127.0.0.1", 0),
         cert_dir="",
         registry=registry,
     )

@@ -5,8 +5,10 @@ cluster (an in-memory API server and a scripted runner stand in)."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from ansible_operator.runner.versions import AnsibleVersions
 from ansible_operator.runtime import user_metrics
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.flags import build_run_settings
-from ansible_operator.runtime.manager import Inputs, Operator, prepare
+from ansible_operator.runtime.manager import Inputs, Operator, StartupError, prepare
 from tests.unit.fake_api import FakeApi
 from tests.unit.fake_runner import ScriptedRunner, succeeded
 
@@ -28,6 +30,7 @@ THINGS = ResourceInfo("test.example.com", "v1", "Thing", "things", True)
 GADGETS = ResourceInfo("test.example.com", "v1", "Gadget", "gadgets", True)
 THING = Watch(gvk=GVK("test.example.com", "v1", "Thing"), role="/roles/thing")
 GADGET = Watch(gvk=GVK("test.example.com", "v1", "Gadget"), role="/roles/gadget")
+ROOT = Path(__file__).resolve().parents[2]
 CREDS = Credentials(server="https://127.0.0.1:1", insecure=True)
 
 
@@ -149,8 +152,21 @@ def test_watches_find_roles_on_the_roles_path_flag_without_os_environ(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, root_logging: None
 ) -> None:
     monkeypatch.delenv("ANSIBLE_ROLES_PATH", raising=False)
+    project(tmp_path, monkeypatch, roles=tmp_path / "elsewhere")
+
+    watches = prepare([f"--ansible-roles-path={tmp_path / 'elsewhere'}"]).watches
+
+    assert watches[0].role == str(tmp_path / "elsewhere" / "thing")
+    assert "ANSIBLE_ROLES_PATH" not in os.environ
+
+
+def project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, roles: Path, user: dict | None = None
+) -> None:
+    """A watches.yaml of one kind whose role is under ``roles``, and a kubeconfig whose user is
+    ``user`` (a token by default), in the working directory."""
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "elsewhere" / "thing" / "tasks").mkdir(parents=True)
+    (roles / "thing" / "tasks").mkdir(parents=True)
     (tmp_path / "watches.yaml").write_text(
         yaml.safe_dump(
             [{"group": "test.example.com", "version": "v1", "kind": "Thing", "role": "thing"}]
@@ -160,14 +176,34 @@ def test_watches_find_roles_on_the_roles_path_flag_without_os_environ(
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
+        "users": [{"name": "u", "user": user or {"token": "t"}}],
         "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
         "current-context": "x",
     }
     (tmp_path / "kubeconfig").write_text(yaml.safe_dump(kubeconfig))
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
 
-    watches = prepare([f"--ansible-roles-path={tmp_path / 'elsewhere'}"]).watches
 
-    assert watches[0].role == str(tmp_path / "elsewhere" / "thing")
-    assert "ANSIBLE_ROLES_PATH" not in os.environ
+def test_a_client_certificate_that_is_not_one_is_refused_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, root_logging: None
+) -> None:
+    not_pem = base64.b64encode(b"not a certificate").decode()
+    user = {"client-certificate-data": not_pem, "client-key-data": not_pem}
+    project(tmp_path, monkeypatch, roles=tmp_path / "roles", user=user)
+    with pytest.raises(StartupError, match="CA or client certificate cannot be loaded"):
+        prepare([f"--ansible-roles-path={tmp_path / 'roles'}"])
+
+
+def test_a_conversion_with_the_webhook_turned_off_is_refused_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, root_logging: None
+) -> None:
+    project(tmp_path, monkeypatch, roles=tmp_path / "roles")
+    (tmp_path / "roles" / "thing" / "meta").mkdir()
+    for spec in ("conversion.yml", "argument_specs.yml"):  # the nginx example's kind and role
+        shutil.copy(ROOT / "roles/nginx/meta" / spec, tmp_path / "roles/thing/meta")
+    watch = {"group": "operator.example.com", "version": "v1alpha2", "kind": "NginxOperator"}
+    (tmp_path / "watches.yaml").write_text(yaml.safe_dump([{**watch, "role": "thing"}]))
+    roles = f"--ansible-roles-path={tmp_path / 'roles'}"
+    assert prepare([roles]).webhook_at == ("0.0.0.0", 9443)  # its default
+    with pytest.raises(StartupError, match="--webhook-bind-address=0, but NginxOperator"):
+        prepare([roles, "--webhook-bind-address=0"])

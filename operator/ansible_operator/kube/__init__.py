@@ -15,7 +15,6 @@ from ansible_operator.kube.client import (
     auth_headers,
     list_pages,
     reason,
-    ssl_context,
 )
 from ansible_operator.kube.config import (
     SERVICE_ACCOUNT_DIR,
@@ -48,5 +47,4 @@ __all__ = [
     "load_credentials",
     "portforward",
     "reason",
-    "ssl_context",
 ]

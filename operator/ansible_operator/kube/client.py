@@ -15,12 +15,9 @@ import asyncio
 import contextlib
 import os
 import socket
-import ssl
-import tempfile
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -91,29 +88,6 @@ class ResourceInfo:
         return base + (f"/{quote(name)}" if name else "")
 
 
-def ssl_context(creds: Credentials) -> ssl.SSLContext | bool:
-    if not creds.server.startswith("https"):
-        return False
-    if creds.insecure:
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    elif creds.ca_data:
-        ctx = ssl.create_default_context(cadata=creds.ca_data.decode())
-    else:
-        ctx = ssl.create_default_context()
-    if creds.cert_data and creds.key_data:
-        # ssl can only load a client certificate from files: write them privately, then remove.
-        with tempfile.TemporaryDirectory(prefix="ansible-operator-tls-") as tmp:
-            cert, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
-            for path, data in ((cert, creds.cert_data), (key, creds.key_data)):
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-            ctx.load_cert_chain(str(cert), str(key))
-    return ctx
-
-
 def auth_headers(creds: Credentials) -> dict[str, str]:
     """The Authorization header for ``creds`` (a client certificate goes in the TLS context);
     Unreachable when an exec plugin gives no token (it may next time: a login, a network)."""
@@ -148,7 +122,6 @@ def _api_error(resp: aiohttp.ClientResponse, payload: Any) -> ApiError:
 class KubeClient:
     def __init__(self, creds: Credentials, *, timeout: float = 30) -> None:
         self.creds = creds
-        self._ssl = ssl_context(creds)
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
         # Requests by (method, status code or "<error>"), a watch counted once when it starts.
@@ -200,7 +173,7 @@ class KubeClient:
                 json=body,
                 params=params,
                 headers=headers,
-                ssl=self._ssl,
+                ssl=self.creds.tls,
             ) as resp:
                 code = str(resp.status)
                 payload = _decode(await resp.read())
@@ -231,7 +204,7 @@ class KubeClient:
             params=params,
             protocols=(protocol,),
             headers=await self._auth_headers(),  # an Accept of JSON is refused (406)
-            ssl=self._ssl,
+            ssl=self.creds.tls,
             timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=10),
             autoping=True,
         ) as ws:
@@ -250,7 +223,7 @@ class KubeClient:
                 self.creds.server + path,
                 params={**params, "watch": "true"},
                 headers=await self._headers(),
-                ssl=self._ssl,
+                ssl=self.creds.tls,
                 timeout=timeout,
             ) as resp:
                 started = True

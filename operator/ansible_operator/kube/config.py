@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import base64
 import os
+import ssl
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import yaml
@@ -48,6 +51,32 @@ class Credentials:
         if self.token_file is not None:
             return self.token_file.read_text().strip()
         return self.token
+
+    @cached_property
+    def tls(self) -> ssl.SSLContext | bool:
+        """The TLS context for the API server (False over plain HTTP): made at first use, once
+        for everything these credentials serve (the client, the runs' proxy). ssl.SSLError or
+        OSError when the CA or the client certificate cannot be loaded."""
+        if not self.server.startswith("https"):
+            return False
+        if self.insecure:
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        elif self.ca_data:
+            ctx = ssl.create_default_context(cadata=self.ca_data.decode())
+        else:
+            ctx = ssl.create_default_context()
+        if self.cert_data and self.key_data:
+            # ssl can only load a client certificate from files: written privately, then removed.
+            with tempfile.TemporaryDirectory(prefix="ansible-operator-tls-") as tmp:
+                cert, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
+                for path, data in ((cert, self.cert_data), (key, self.key_data)):
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+                    with os.fdopen(fd, "wb") as f:
+                        f.write(data)
+                ctx.load_cert_chain(str(cert), str(key))
+        return ctx
 
 
 def load(environ: Mapping[str, str] | None = None, kubeconfig: str = "") -> Credentials:

@@ -35,7 +35,6 @@ from ansible_operator.kube import (
     ServedResource,
     Unreachable,
     auth_headers,
-    ssl_context,
 )
 from ansible_operator.proxy import requestinfo, rewrite, tunnel
 from ansible_operator.proxy.headers import end_to_end
@@ -99,7 +98,6 @@ class Proxy:
         self._client = client
         self._discovery = discovery or Discovery(client)
         self._upstream = URL(creds.server)
-        self._ssl = ssl_context(creds)
         self._runs: dict[str, Run] = {}
         self._session: aiohttp.ClientSession | None = None
         self._runner: web.AppRunner | None = None
@@ -127,7 +125,7 @@ class Proxy:
         if not self.inject_owner_refs:
             log.info(INJECTION_OFF_WARNING)
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, ssl=self._ssl),
+            connector=aiohttp.TCPConnector(limit=0, ssl=self.creds.tls),
             auto_decompress=False,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
             skip_auto_headers=("Accept", "Accept-Encoding", "User-Agent", "Content-Type"),
@@ -166,7 +164,7 @@ class Proxy:
                 return await tunnel.forward_upgrade(
                     request,
                     upstream=self._upstream,
-                    ssl_context=self._ssl,
+                    ssl_context=self.creds.tls,
                     auth=auth_headers(self.creds),
                 )
             return await self._forward(request, run)

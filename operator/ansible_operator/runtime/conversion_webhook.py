@@ -117,22 +117,12 @@ class ConversionWebhook:
         conversions: Sequence[KindConversion],
         *,
         client: KubeClient,
-        bind_address: str,
+        at: tuple[str, int],  # where it listens (webhook_address)
         cert_dir: str,  # "": controller-runtime's default, where a missing pair means our own
         registry: CollectorRegistry,
     ) -> None:
         self.conversions = {(c.group, c.kind): c for c in conversions}
         self.client = client
-        try:
-            at = parse_bind_address(bind_address)
-        except ValueError as err:
-            raise WebhookError(f"--webhook-bind-address: {err}") from None
-        if at is None:
-            kinds = ", ".join(f"{c.kind}.{c.group}" for c in conversions)
-            raise WebhookError(
-                f"--webhook-bind-address=0, but {kinds} declare(s) a conversion that the API "
-                "server calls this operator for"
-            )
         self.host, self.port = at
         self.cert_dir = cert_dir
         self.ca_pem: bytes | None = None  # None: the certificate is not ours (cert-manager's)
@@ -491,6 +481,26 @@ async def _answers(config: Mapping[str, Any]) -> bool:
         return False
     writer.close()
     return True
+
+
+def webhook_address(
+    bind_address: str, conversions: Sequence[KindConversion]
+) -> tuple[str, int] | None:
+    """Where the webhook listens (--webhook-bind-address), None when no kind converts; a
+    conversion that the flag turns off is refused."""
+    try:
+        at = parse_bind_address(bind_address)
+    except ValueError as err:
+        raise WebhookError(f"--webhook-bind-address: {err}") from None
+    if not conversions:
+        return None
+    if at is None:
+        kinds = ", ".join(f"{c.kind}.{c.group}" for c in conversions)
+        raise WebhookError(
+            f"--webhook-bind-address=0, but {kinds} declare(s) a conversion that the API "
+            "server calls this operator for"
+        )
+    return at
 
 
 def select_watches(watches: Sequence[Watch]) -> tuple[list[Watch], list[KindConversion]]:

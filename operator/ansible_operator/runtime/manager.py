@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import Any
 from ansible_operator import __version__
 from ansible_operator.core import (
     GVK,
+    KindConversion,
     ShardSpace,
     Watch,
     WatchesError,
@@ -61,6 +63,7 @@ from ansible_operator.runtime.conversion_webhook import (
     ConversionWebhook,
     WebhookError,
     select_watches,
+    webhook_address,
 )
 from ansible_operator.runtime.dependents import DependentWatches
 from ansible_operator.runtime.flags import RunSettings, Serving, parse_run_args
@@ -128,8 +131,10 @@ class Inputs:
     """What ``ansible-operator run`` was given, read and checked before anything starts."""
 
     settings: RunSettings
-    watches: list[Watch]
-    creds: Credentials
+    watches: list[Watch]  # one per kind (select_watches)
+    creds: Credentials  # their TLS context loaded
+    conversions: Sequence[KindConversion] = ()  # the versions the watched kinds convert between
+    webhook_at: tuple[str, int] | None = None  # where the conversion webhook listens, if any
     metrics_tls: ServingTLS | None = None  # --metrics-secure's certificate
     election: ElectionConfig | None = None  # --leader-elect's or --shards' Leases
     traced: bool = False  # the OTEL_* environment asks for traces
@@ -149,10 +154,7 @@ class Operator:
         settings = inputs.settings
         self.settings = settings
         self.creds = inputs.creds
-        try:  # one watch per kind; the versions it serves beside its own, converted here
-            watches, conversions = select_watches(inputs.watches)
-        except WebhookError as err:
-            raise StartupError(str(err)) from None
+        watches, conversions = inputs.watches, list(inputs.conversions)
         self.client = client or KubeClient(inputs.creds)
         self.discovery = Discovery(self.client)
         self.metrics = OperatorMetrics()
@@ -249,17 +251,14 @@ class Operator:
                 metrics=self.shard_metrics,
             )
         self.webhook: ConversionWebhook | None = None
-        if conversions:
-            try:
-                self.webhook = ConversionWebhook(
-                    conversions,
-                    client=self.client,
-                    bind_address=settings.serving.webhook_bind_address,
-                    cert_dir=settings.serving.webhook_cert_dir,
-                    registry=self.metrics.registry,
-                )
-            except WebhookError as err:
-                raise StartupError(str(err)) from None
+        if conversions and inputs.webhook_at is not None:
+            self.webhook = ConversionWebhook(
+                conversions,
+                client=self.client,
+                at=inputs.webhook_at,
+                cert_dir=settings.serving.webhook_cert_dir,
+                registry=self.metrics.registry,
+            )
         self.controllers: list[Controller] = []
         for watch in watches:
             self.controllers.append(self._controller(watch))
@@ -562,10 +561,20 @@ def prepare(argv: Sequence[str]) -> Inputs:
         )
     except WatchesError as err:
         raise StartupError(f"Failed to load watches: {err}") from None
+    try:  # one watch per kind; the versions it serves beside its own, converted here
+        watches, conversions = select_watches(watches)
+        webhook_at = webhook_address(settings.serving.webhook_bind_address, conversions)
+    except WebhookError as err:
+        raise StartupError(str(err)) from None
     try:
         creds = load_credentials(kubeconfig=settings.api.kubeconfig)
+        _ = creds.tls  # loaded here, once: a CA or client certificate that is not one is refused
     except ConfigError as err:
         raise StartupError(str(err)) from None
+    except (ssl.SSLError, OSError) as err:
+        raise StartupError(
+            f"the API server's CA or client certificate cannot be loaded: {err}"
+        ) from None
     election = None
     if settings.election.leader_elect or settings.election.shards:
         flag = "--shards" if settings.election.shards else "--leader-elect"
@@ -588,7 +597,14 @@ def prepare(argv: Sequence[str]) -> Inputs:
     if metrics_tls is not None:
         log.info("Metrics certificate", extra={"source": metrics_tls.source})
     return Inputs(
-        settings, watches, creds, metrics_tls=metrics_tls, election=election, traced=traced
+        settings,
+        watches,
+        creds,
+        conversions,
+        webhook_at,
+        metrics_tls=metrics_tls,
+        election=election,
+        traced=traced,
     )
 
 
