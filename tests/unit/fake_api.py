@@ -47,8 +47,12 @@ class FakeApi:
         self.responses: Counter[tuple[str, str]] = Counter()  # as KubeClient's: method, code
         self.before: list[Hook] = []
         self.unreachable = False
+        self.closed = False
         self._version = 0
         self._uid = 0
+
+    async def close(self) -> None:  # as KubeClient's: its connections, when the operator stops
+        self.closed = True
 
     # -- what tests do to the objects, as a user or another controller would -------------------
 

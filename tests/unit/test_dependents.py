@@ -29,6 +29,8 @@ OTHER_OWNER = GVK("cache.example.com", "v1alpha1", "Redis")
 CONFIG_MAPS = ResourceInfo("", "v1", "ConfigMap", "configmaps", True)
 NAMESPACES = ResourceInfo("", "v1", "Namespace", "namespaces", False)
 SECRET = GVK("", "v1", "Secret")
+EVENTS = ResourceInfo("", "v1", "Event", "events", True)
+NEW_EVENTS = ResourceInfo("events.k8s.io", "v1", "Event", "events", True)
 
 
 def ref(name="mc", kind="Memcached", uid="u1"):
@@ -175,6 +177,9 @@ def make(client, watches, namespaces=()):
         (Watch(MC, watch_dependent_resources=False), CONFIG_MAPS, OWNED, (), None),
         (Watch(MC, blacklist=(GVK("", "v1", "ConfigMap"),)), CONFIG_MAPS, OWNED, (), None),
         (Watch(MC, blacklist=(SECRET,)), CONFIG_MAPS, OWNED, (), Subscription(True, False)),
+        # A role's Event, given its owner's reference: never a dependent, in either API group.
+        (Watch(MC), EVENTS, {**OWNED, "kind": "Event"}, (), None),
+        (Watch(MC), NEW_EVENTS, {**OWNED, "kind": "Event"}, (), None),
     ],
 )
 def test_which_writes_start_a_watch(watch, resource, obj, namespaces, expected):

@@ -17,7 +17,7 @@ from ansible_operator.runner.versions import AnsibleVersions
 from ansible_operator.runtime.flags import build_run_settings
 from ansible_operator.runtime.leader import ElectionConfig
 from ansible_operator.runtime.manager import Inputs, Operator
-from ansible_operator.runtime.runnables import Act, Group, Manager, Started
+from ansible_operator.runtime.runnables import Act, Closed, Group, Manager, Started
 from tests.unit.fake_api import FakeApi
 from tests.unit.fake_runner import ScriptedRunner
 
@@ -223,6 +223,33 @@ def test_a_stop_during_start_up_starts_nothing_more_and_is_quiet(waiting_in: int
     assert reported == []
 
 
+def test_what_is_closed_at_the_stop_is_closed_after_every_group_started_after_it() -> None:
+    """The API client's connections: closed once every part that uses it has stopped."""
+    order: list[str] = []
+    signal = asyncio.Event()
+
+    async def close() -> None:
+        order.append("api-connections closed")
+
+    class Part:
+        name = "part"
+
+        async def run(self, stop: asyncio.Event, started: Started) -> None:
+            started()
+            signal.set()  # as SIGTERM would, once everything has started
+            await stop.wait()
+            order.append("part stopping")
+            await asyncio.sleep(0)  # a part stops over more than one turn of the loop
+            order.append("part stopped")
+
+    groups = [
+        Group("api-connections", [Closed("api-connections", close)]),
+        Group("parts", [Part()]),
+    ]
+    asyncio.run(Manager(groups).run(signal))
+    assert order == ["part stopping", "part stopped", "api-connections closed"]
+
+
 THING = Watch(gvk=GVK("test.example.com", "v1", "Thing"), role="/roles/thing")
 CREDS = Credentials(server="https://127.0.0.1:1", insecure=True)
 
@@ -253,6 +280,7 @@ def test_the_operator_starts_its_parts_in_one_order_and_stops_them_backwards() -
     # group), no server listening.
     op = operator("--runner=warm", probed=True)
     assert names(op) == [
+        ("api-connections", ["api-connections"], False),
         ("ansible", ["ansible"], False),
         ("servers", ["user-metrics", "endpoints", "proxy"], False),
         ("api-server", ["api-server"], False),
@@ -285,13 +313,15 @@ def test_traces_are_exported_from_the_first_group_on_not_from_the_constructor() 
 def test_without_owner_references_no_dependents_are_watched() -> None:
     op = operator("--inject-owner-ref=false")
     assert [g.name for g in op.groups] == [
+        "api-connections",
+        "ansible",
         "servers",
         "api-server",
         "api-clients",
         "watches",
         "controllers",
     ]
-    assert [r.name for r in op.groups[3].runnables] == ["informers"]
+    assert [r.name for r in op.groups[5].runnables] == ["informers"]
 
 
 def test_leader_election_and_shards_decide_who_acts_not_the_order() -> None:

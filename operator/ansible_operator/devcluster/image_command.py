@@ -139,7 +139,7 @@ def _deploy(args: argparse.Namespace) -> int:
         print(cluster.describe(), file=sys.stderr)
         kubeconfig = cluster.kubeconfig or DevCluster(None).kubeconfig
         kubectl = binaries.kubectl()
-        manifests = deploy.render(kubectl, args.project, args.tag, args.config, tuple(args.also))
+        manifests = deploy.render(kubectl, args.project, args.tag, args.config)
         act = deploy.apply if args.action == "deploy" else deploy.delete
         print(act(kubectl, kubeconfig, manifests), end="")
         if args.action == "deploy" and deploy.no_container_runs(kubectl, kubeconfig):

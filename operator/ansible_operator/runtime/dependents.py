@@ -51,6 +51,17 @@ OwnerRef = tuple[GVK, Key]  # an owner watch's kind and one of its objects
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 
+# The kinds a run writes that are never watched as its owner's dependents: an Event tells what
+# happened to its object and is no part of it. A role's Event (operator_sdk.util.k8s_event) gets
+# the owner reference the proxy injects, so the CR's deletion removes it; watching it would
+# re-run the role for each Event its runs write (and need list and watch on every Event).
+NEVER_DEPENDENT = frozenset({("", "Event"), ("events.k8s.io", "Event")})
+
+
+def never_dependent(gvk: GVK) -> bool:
+    return (gvk.group, gvk.kind) in NEVER_DEPENDENT
+
+
 @dataclass
 class OwnerKind:
     """An owner watch and how to ask for a reconcile of one of its objects."""
@@ -227,6 +238,8 @@ class DependentWatches:
         if watch.is_blacklisted(gvk):
             log.debug("Skipping, because gvk is blacklisted", extra={"gvk": str(gvk)})
             return
+        if never_dependent(gvk):
+            return
         if resource.namespaced:
             namespace = objects.key(obj)[0]
             if self._namespaces and namespace not in self._namespaces:
@@ -325,6 +338,7 @@ class DependentWatches:
         except (ApiError, Unreachable) as err:
             log.info("Dependent watch recovery skipped", extra={"error": str(err)})
             return
+        resources = [r for r in resources if not never_dependent(r.gvk)]
         limit = asyncio.Semaphore(concurrency)
 
         async def scan(resource: ResourceInfo) -> None:

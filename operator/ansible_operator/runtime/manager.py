@@ -87,7 +87,7 @@ from ansible_operator.runtime.metrics import (
 from ansible_operator.runtime.metrics_auth import MetricsAuth
 from ansible_operator.runtime.metrics_tls import MetricsCertError, ServingTLS, serving_context
 from ansible_operator.runtime.parts import (
-    AnsibleStartup,
+    AnsibleRuns,
     ApiServerCheck,
     ApiServerWait,
     Informers,
@@ -105,7 +105,15 @@ from ansible_operator.runtime.run_observers import (
     RecordedRuns,
     TracedRuns,
 )
-from ansible_operator.runtime.runnables import Elector, Group, Manager, Runnable, Served, always
+from ansible_operator.runtime.runnables import (
+    Closed,
+    Elector,
+    Group,
+    Manager,
+    Runnable,
+    Served,
+    always,
+)
 from ansible_operator.runtime.runs import RunHistory
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.shards import ShardedControllers, ShardKeeper
@@ -311,10 +319,9 @@ class Operator:
         groups = [
             # The spans of the last runs are exported before this stops, after everything else.
             Group("tracing", [Served("tracing", self.tracing)] if self.tracing else []),
-            Group(
-                "ansible",
-                [AnsibleStartup(self._probed, self._ansible_found)] if self._probed else [],
-            ),
+            # Closed after every part that uses it has stopped.
+            Group("api-connections", [Closed("api-connections", self.client.close)]),
+            Group("ansible", [AnsibleRuns(self.runner, self._ansible_found, probed=self._probed)]),
             # As upstream, every replica serves these, leader or not.
             Group("servers", servers),
             Group(
@@ -521,14 +528,9 @@ class Operator:
             log.info("Watching namespaces", extra={"namespaces": list(namespaces)})
         else:
             log.info("Watching all namespaces")
-        try:
-            await Manager(
-                self.groups, elector=self._elector(), on_elected=self.readiness.acting
-            ).run(stop)
-        finally:
-            await self.client.close()
-            if isinstance(self.runner, WarmRunner):
-                self.runner.close()  # its server exits once its runs have ended
+        await Manager(self.groups, elector=self._elector(), on_elected=self.readiness.acting).run(
+            stop
+        )
 
     def _elector(self) -> Elector:
         """What decides whether this replica runs the watches and controllers: the leader's

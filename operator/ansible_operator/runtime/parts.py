@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from ansible_operator.core import Backoff
 from ansible_operator.gocompat import format_go_duration
 from ansible_operator.kube import ApiError, Informer, KubeClient, Unreachable, UntrustedServer
-from ansible_operator.runner import AnsibleVersions, ColdRunner, WarmRunner, versions
+from ansible_operator.runner import AnsibleVersions, ColdRunner, Runner, WarmRunner, versions
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.readiness import API_CHECK_INTERVAL, Readiness
 from ansible_operator.runtime.runnables import Started
@@ -26,20 +26,39 @@ class StartupError(Exception):
     """Something the user must fix before the operator can start; one line."""
 
 
-class AnsibleStartup:
-    """Start the warm runner's fork server (its imports overlap the probe), then ask the Ansible
-    the runs will use for its versions, once: too old an ansible-core, one without
+class AnsibleRuns:
+    """The runs' Ansible, for as long as the operator runs. When the operator made the runner
+    (``probed``): the warm runner's fork server started (its imports overlap the probe), then the
+    Ansible the runs will use asked for its versions, once: too old an ansible-core, one without
     kubernetes.core, or a warm runner on another Python is refused in one line (RunnerError),
-    and a probe that hangs is cut at the probe's timeout. ``found`` gets what was asked."""
+    and a probe that hangs is cut at the probe's timeout; ``found`` gets what was asked. At the
+    stop, after every run has ended, a warm runner is closed: its server exits."""
 
     name = "ansible"
 
-    def __init__(self, runner: ColdRunner, found: Callable[[AnsibleVersions], None]) -> None:
+    def __init__(
+        self,
+        runner: Runner,
+        found: Callable[[AnsibleVersions], None],
+        *,
+        probed: ColdRunner | None,  # the runner itself, when the operator made it
+    ) -> None:
         self.runner = runner
+        self.probed = probed
         self._found = found
 
     async def run(self, stop: asyncio.Event, started: Started) -> None:
         runner = self.runner
+        try:
+            if self.probed is not None:
+                await self._probe(self.probed)
+            started()
+            await stop.wait()
+        finally:
+            if isinstance(runner, WarmRunner):
+                runner.close()
+
+    async def _probe(self, runner: ColdRunner) -> None:
         if isinstance(runner, WarmRunner):
             runner.start()
         ansible = await asyncio.to_thread(versions.probe_checked, runner.executable, runner.environ)

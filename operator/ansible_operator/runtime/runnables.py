@@ -64,6 +64,21 @@ class Served:
             await self.service.stop()
 
 
+class Closed:
+    """Something that starts nothing and is closed at the stop (the API client's connections)."""
+
+    def __init__(self, name: str, close: Callable[[], Awaitable[None]]) -> None:
+        self.name = name
+        self._close = close
+
+    async def run(self, stop: asyncio.Event, started: Started) -> None:
+        started()
+        try:
+            await stop.wait()
+        finally:
+            await self._close()
+
+
 @dataclass(frozen=True)
 class Group:
     name: str
