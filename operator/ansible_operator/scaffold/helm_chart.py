@@ -150,16 +150,21 @@ def _with(value: str, lines: list[str]) -> list[str]:
     return [f"{{{{- with .Values.{value} }}}}", *lines, "{{- end }}"]
 
 
+def _manager_container(deployment: dict[str, Any]) -> dict[str, Any]:
+    """The operator's container: the one named manager, else the first."""
+    containers = deployment["spec"]["template"]["spec"].get("containers") or []
+    named = [c for c in containers if c.get("name") == "manager"] or containers[:1]
+    if not named:
+        raise ChartError(f"Deployment {deployment['metadata']['name']} has no container")
+    return dict(named[0])
+
+
 def _manager(deployment: dict[str, Any], tpl: _Template, parts: set[str]) -> None:
     """The values of the manager's Deployment: replicas, image, resources, --leader-elect, and
     its metrics and webhook ports and flags behind their parts' values."""
     spec = deployment["spec"]
     spec["replicas"] = tpl.mark(["{{ .Values.manager.replicas }}"])
-    containers = spec["template"]["spec"].get("containers") or []
-    named = [c for c in containers if c.get("name") == "manager"] or containers[:1]
-    if not named:
-        raise ChartError(f"Deployment {deployment['metadata']['name']} has no container")
-    manager = named[0]
+    manager = _manager_container(deployment)
     manager["image"] = tpl.mark(
         ['"{{ .Values.manager.image.repository }}:{{ .Values.manager.image.tag }}"']
     )
@@ -194,6 +199,9 @@ def _manager(deployment: dict[str, Any], tpl: _Template, parts: set[str]) -> Non
         )
     if ports:
         manager["ports"] = tpl.mark(ports)
+    containers = spec["template"]["spec"]["containers"]
+    at = next(i for i, c in enumerate(containers) if c.get("name") == manager.get("name"))
+    containers[at] = manager
 
 
 def template(obj: dict[str, Any], part: str, namespace: str, parts: set[str]) -> str:
@@ -252,8 +260,7 @@ class Value:
 
 def values(deployment: dict[str, Any], parts: set[str]) -> list[Value]:
     """Every value the templates read, with its default from the rendered manifests."""
-    containers = deployment["spec"]["template"]["spec"]["containers"]
-    manager = next((c for c in containers if c.get("name") == "manager"), containers[0])
+    manager = _manager_container(deployment)
     repository, _, tag = manager["image"].rpartition(":")
     if not repository or "/" in tag:
         repository, tag = manager["image"], "latest"
