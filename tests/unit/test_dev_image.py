@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_operator.core import split_image
 from ansible_operator.devcluster import deploy, image
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
     ],
 )
 def test_split_image(name, expected):
-    assert deploy.split_image(name) == expected
+    assert split_image(name) == expected
 
 
 def test_the_base_image_is_the_dockerfiles_from(tmp_path):

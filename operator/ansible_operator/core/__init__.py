@@ -1,6 +1,7 @@
 """Pure decisions, no I/O: GVKs and keys, watches.yaml, extra vars, conditions, predicates,
-label selectors, ownership, cross-kind watches (related resources), CR annotations, shards,
-leader election and conversion between a kind's versions. Imports only ``gocompat``.
+label selectors, image references, ownership, cross-kind watches (related resources), CR
+annotations, shards, leader election and conversion between a kind's versions. Imports only
+``gocompat``.
 
 Other layers use the names below. ``annotations``, ``changes``, ``conditions``,
 ``conversion``, ``loops``, ``objects``, ``predicates``, ``reserved_vars``, ``timeline_layout``
@@ -46,6 +47,7 @@ from ansible_operator.core.extravars import (
     extravars_document,
     object_var_name,
 )
+from ansible_operator.core.images import split_image
 from ansible_operator.core.lease import JITTER_FACTOR, Candidate, LeaseRecord, Timings
 from ansible_operator.core.limits import EVENT_NOTE_BYTES, cap
 from ansible_operator.core.ownership import (
@@ -133,6 +135,7 @@ __all__ = [
     "reconcile_period",
     "related_event",
     "reserved_vars",
+    "split_image",
     "timeline_layout",
     "to_camel",
     "triggers",

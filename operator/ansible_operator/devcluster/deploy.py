@@ -16,19 +16,13 @@ from pathlib import Path
 
 import yaml
 
+from ansible_operator.core import split_image
+
 from .components import KWOK_NODE
 
 
 class DeployError(Exception):
     """kubectl refused; the message is its last line."""
-
-
-def split_image(image: str) -> tuple[str, str]:
-    """``registry:5000/name:tag`` → (``registry:5000/name``, ``tag``); no tag means ``latest``."""
-    name, _, tag = image.rpartition(":")
-    if not name or "/" in tag:  # no tag: the colon, if any, belonged to a registry port
-        return image, "latest"
-    return name, tag
 
 
 def render(

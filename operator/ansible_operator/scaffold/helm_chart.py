@@ -29,22 +29,16 @@ from typing import Any
 
 import yaml
 
+from ansible_operator.core import split_image
 from ansible_operator.scaffold import manifest_yaml, olm
 
 DEFAULT_OUTPUT = Path("dist/chart")
 MANAGED_BY = "app.kubernetes.io/managed-by"
 KEEP = "helm.sh/resource-policy"
-# Where each part goes, and the value it is behind (None: always rendered).
-PARTS: dict[str, str | None] = {
-    "crd": "crd.enable",
-    "rbac": None,
-    "manager": None,
-    "metrics": "metrics.enable",
-    "webhook": "webhook.enable",
-    "prometheus": "prometheus.enable",
-    "network-policy": "networkPolicy.enable",
-    "other": None,  # an object of config/default's own that no directory below names
-}
+# The parts an object can belong to, each a directory of config/ and of the chart's templates
+# ("other": an object of config/default's own that no directory names). _BEHIND says which value
+# each part is behind.
+PARTS = ("crd", "rbac", "manager", "metrics", "webhook", "prometheus", "network-policy", "other")
 _METRICS_ARGS = ("--metrics-secure", "--metrics-require-rbac")
 _MARK = "HELMCHARTMARK"  # a placeholder in dumped YAML, replaced by template text
 
@@ -217,7 +211,7 @@ def template(obj: dict[str, Any], part: str, namespace: str, parts: set[str]) ->
     if obj["kind"] == "Deployment" and part == "manager":
         _manager(obj, tpl, parts)
     text = tpl.text(obj)
-    behind = PARTS[part]
+    behind = _BEHIND.get(part)
     return f"{{{{- if .Values.{behind} }}}}\n{text}{{{{- end }}}}\n" if behind else text
 
 
@@ -251,6 +245,13 @@ _OPTIONAL: dict[str, tuple[tuple[str, ...], bool, str]] = {
 }
 
 
+# The value each part's objects are behind; a part not named here is always rendered.
+_BEHIND = {
+    "crd": "crd.enable",
+    **{part: ".".join(path) for part, (path, _, _) in _OPTIONAL.items()},
+}
+
+
 @dataclass(frozen=True)
 class Value:
     path: tuple[str, ...]
@@ -261,9 +262,7 @@ class Value:
 def values(deployment: dict[str, Any], parts: set[str]) -> list[Value]:
     """Every value the templates read, with its default from the rendered manifests."""
     manager = _manager_container(deployment)
-    repository, _, tag = manager["image"].rpartition(":")
-    if not repository or "/" in tag:
-        repository, tag = manager["image"], "latest"
+    repository, tag = split_image(manager["image"])
     found = [
         Value(("manager", "image", "repository"), repository, "The operator's image."),
         Value(("manager", "image", "tag"), tag, ""),
@@ -379,7 +378,7 @@ def chart(
 
     def part(obj: dict[str, Any]) -> str:
         kind, rendered = obj["kind"], obj["metadata"]["name"]
-        plain = rendered[len(prefix) :] if prefix and rendered.startswith(prefix) else rendered
+        plain = rendered.removeprefix(prefix)
         return origin.get((kind, plain)) or origin.get((kind, rendered)) or "other"
 
     placed = [(obj, part(obj)) for obj in objects if obj["kind"] != "Namespace"]
