@@ -20,6 +20,7 @@ from ansible_operator.dev import command as dev_command
 from ansible_operator.dev import runs_command
 from ansible_operator.devcluster import bundle_validator, image_command
 from ansible_operator.devcluster import command as devcluster_command
+from ansible_operator.plan import command as plan_command
 from ansible_operator.runner import RunnerError, find_ansible_runner, versions
 from ansible_operator.scaffold import generate, helm_chart, olm, source
 from ansible_operator.scaffold import init as init_command
@@ -90,6 +91,11 @@ EXAMPLES: dict[tuple[str, ...], list[str]] = {
     ("dev", "operator"): [
         "ansible-operator dev operator start --dir /tmp/op --namespace demo",
         "ansible-operator dev operator stop --dir /tmp/op",
+    ],
+    ("plan",): [
+        "ansible-operator plan",
+        "ansible-operator plan Memcached/example -n default -o json",
+        "ansible-operator plan -A --watches-file ../v2/watches.yaml",
     ],
     ("runs",): [
         "ansible-operator runs --url http://127.0.0.1:8383",
@@ -232,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     image_command.add_parser(subparsers)
     dev_command.add_parser(subparsers)
     runs_command.add_parser(subparsers)
+    plan_command.add_parser(subparsers)
     init_command.add_parser(subparsers)
     newapi.add_parser(subparsers)
     generated = generate.add_parser(subparsers)

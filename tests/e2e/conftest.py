@@ -54,3 +54,9 @@ def crs(cluster) -> Iterator[client.CustomObjectsApi]:
 def core(cluster) -> Iterator[client.CoreV1Api]:
     with cluster.api_client() as api_client:
         yield client.CoreV1Api(api_client)
+
+
+@pytest.fixture
+def apps(cluster) -> Iterator[client.AppsV1Api]:
+    with cluster.api_client() as api_client:
+        yield client.AppsV1Api(api_client)

@@ -10,7 +10,6 @@ import urllib.error
 import urllib.request
 
 import pytest
-from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from .crds import GROUP, VERSION, install_crds, kind_crd
@@ -28,12 +27,6 @@ SECRET_BLACKLISTED = {"group": "", "version": "v1", "kind": "Secret"}
 def dependent_crds(cluster) -> None:
     with cluster.api_client() as api_client:
         install_crds(api_client, [kind_crd(kind) for kind in KINDS])
-
-
-@pytest.fixture
-def apps(cluster):
-    with cluster.api_client() as api_client:
-        yield client.AppsV1Api(api_client)
 
 
 def create_cr(crs, namespace, kind, name, spec):

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from ansible_operator.core.annotations import (
+    HOLD_ANNOTATION,
     MAX_RUNNER_ARTIFACTS_ANNOTATION,
     RECONCILE_PERIOD_ANNOTATION,
     VERBOSITY_ANNOTATION,
+    hold,
     log_verbosity,
     max_runner_artifacts,
     reconcile_period,
@@ -171,3 +173,28 @@ def test_log_verbosity(
     annotations: dict[str, str] | None, environ_value: str | None, expected: int
 ) -> None:
     assert log_verbosity(annotations, environ_value) == expected
+
+
+@pytest.mark.parametrize(
+    ("annotations", "watch_hold", "expected"),
+    [
+        (None, False, (False, None)),
+        (None, True, (True, None)),  # the watch's hold
+        ({HOLD_ANNOTATION: "true"}, False, (True, None)),
+        ({HOLD_ANNOTATION: "1"}, False, (True, None)),  # Go's ParseBool
+        ({HOLD_ANNOTATION: "false"}, True, (False, None)),  # a CR released from its kind's hold
+        (
+            {HOLD_ANNOTATION: "please"},
+            False,
+            (
+                True,
+                'Invalid hold annotation (the CR is held): strconv.ParseBool: parsing "please": '
+                "invalid syntax",
+            ),
+        ),  # a typo holds
+    ],
+)
+def test_hold(
+    annotations: dict[str, str] | None, watch_hold: bool, expected: tuple[bool, str | None]
+) -> None:
+    assert hold(annotations, watch_hold) == expected

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from ansible_operator.core.annotations import HOLD_ANNOTATION
 from ansible_operator.core.predicates import (
     dependent_view,
     event_kind,
@@ -281,3 +282,12 @@ def test_dependent_view_changes_only_with_what_the_dependent_predicate_compares(
     name: str, old: dict[str, Any], new: dict[str, Any], passes: bool
 ) -> None:
     assert (dependent_view(old) != dependent_view(new)) is passes, name
+
+
+def test_a_change_of_the_hold_annotation_passes_without_watch_annotations_changes():
+    old = {"metadata": {"generation": 1, "annotations": {"a": "1"}}}
+    held = {"metadata": {"generation": 1, "annotations": {"a": "1", HOLD_ANNOTATION: "true"}}}
+    other = {"metadata": {"generation": 1, "annotations": {"a": "2", HOLD_ANNOTATION: "true"}}}
+    assert primary_event_passes("MODIFIED", old, held, PLAIN)
+    assert primary_event_passes("MODIFIED", held, old, PLAIN)  # released
+    assert not primary_event_passes("MODIFIED", held, other, PLAIN)

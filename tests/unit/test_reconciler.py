@@ -4,6 +4,7 @@ finalizers, deletion mid-run, status conflicts, Events, terminal errors and the 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import logging
 import re
@@ -16,6 +17,7 @@ import pytest
 import yaml
 
 from ansible_operator.core.extravars import MAX_SPEC_DEPTH, SpecError, UnsafeText
+from ansible_operator.core.plan import PlanLog, Write
 from ansible_operator.core.watches import GVK, Finalizer, Watch
 from ansible_operator.kube.client import ResourceInfo
 from ansible_operator.kube.discovery import Discovery
@@ -47,8 +49,12 @@ class FakeProxy:
     def __init__(self) -> None:
         self.valid: dict[str, str] = {}
         self.issued = 0
+        self.planned: PlanLog | None = None
 
-    def register(self, owner: Mapping[str, Any], watch: Watch) -> str:
+    def register(
+        self, owner: Mapping[str, Any], watch: Watch, *, planned: PlanLog | None = None
+    ) -> str:
+        self.planned = planned
         self.issued += 1
         token = f"token-{self.issued}"
         self.valid[token] = owner["metadata"]["name"]
@@ -746,3 +752,43 @@ def test_the_run_request_takes_the_flags_the_watch_and_the_annotations(tmp_path)
         "ANSIBLE_OPERATOR_USER_METRICS_URL": "http://127.0.0.1:5050/metrics"
     }
     assert annotated.private_data_dir == w.input_dir()
+
+
+# --- held for review -----------------------------------------------------------------------------
+
+HOLD = "ansible.sdk.operatorframework.io/hold"
+
+
+def test_a_held_cr_is_planned_with_dry_run_writes_and_its_condition_counts_the_changes(tmp_path):
+    def dry_run_create(request: RunRequest) -> None:
+        assert w.proxy.planned is not None, "a held CR's token makes its writes dry runs"
+        created = {"kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}}
+        w.proxy.planned.add(Write("create", "v1", "ConfigMap", "ns", "c", after=created))
+
+    w = world(tmp_path, [succeeded()], annotations={HOLD: "true"}, during=dry_run_create)
+    assert w.reconcile() == Result(requeue_after=3600.0)
+
+    [request] = w.runner.requests
+    assert request.ansible_args == "--check --diff"
+    running = w.condition("Running")
+    assert (running["status"], running["reason"]) == ("False", "Held")
+    assert running["message"] == (
+        f"Held for review ({HOLD}): 1 change(s) pending: ConfigMap ns/c (create); "
+        "remove the hold to apply"
+    )
+    assert w.condition("Stalled")["reason"] == "Held"
+    assert "Successful" not in [c["type"] for c in w.obj()["status"]["conditions"]]
+    assert len(w.api.writes("PUT", "/status")) == 1, "no Running=True: nothing runs for real"
+
+
+def test_a_kind_held_by_its_watch_is_released_per_cr_and_a_bad_value_holds(tmp_path):
+    held_kind = dataclasses.replace(WATCH, hold=True)
+    w = world(tmp_path, [succeeded()], watch=held_kind, annotations={HOLD: "false"})
+    w.reconcile()
+    assert w.proxy.planned is None and w.runner.requests[0].ansible_args == ""
+    assert w.condition("Successful")["status"] == "True"
+
+    w = world(tmp_path / "typo", [succeeded()], annotations={HOLD: "yes please"})
+    w.reconcile()
+    assert w.proxy.planned is not None
+    assert w.condition("Running")["message"].startswith(f"Held for review ({HOLD}): nothing")

@@ -212,6 +212,8 @@ def test_every_field(project: Path) -> None:
         ("kstatusConditions: yes", "kstatus_conditions", True),
         ("stallAfterFailures: null", "stall_after_failures", None),
         ("stallAfterFailures: 3", "stall_after_failures", 3),
+        ("hold: null", "hold", False),
+        ("hold: true", "hold", True),
         ("maxRunnerArtifacts: 0", "max_runner_artifacts", 20),
         ("maxRunnerArtifacts: null", "max_runner_artifacts", 20),
         ("maxRunnerArtifacts: -1", "max_runner_artifacts", -1),

@@ -1,12 +1,12 @@
 """Pure decisions, no I/O: GVKs and keys, watches.yaml, extra vars, conditions, predicates,
 label selectors, image references, ownership, cross-kind watches (related resources), CR
-annotations, shards, leader election and conversion between a kind's versions. Imports only
-``gocompat``.
+annotations, shards, leader election, conversion between a kind's versions and what a planned
+run would change. Imports only ``gocompat``.
 
 Other layers use the names below. ``annotations``, ``changes``, ``conditions``,
-``conversion``, ``loops``, ``objects``, ``predicates``, ``reserved_vars``, ``timeline_layout``
-and ``triggers`` are namespaces (``conditions.mark_running``), their names being read best with
-the module's.
+``conversion``, ``loops``, ``objects``, ``plan``, ``predicates``, ``reserved_vars``,
+``timeline_layout`` and ``triggers`` are namespaces (``conditions.mark_running``), their names
+being read best with the module's.
 """
 
 from ansible_operator.core import (
@@ -18,6 +18,7 @@ from ansible_operator.core import (
     kstatus,
     loops,
     objects,
+    plan,
     predicates,
     reserved_vars,
     timeline_layout,
@@ -62,6 +63,7 @@ from ansible_operator.core.ownership import (
     owned_by_reference,
     owner_keys,
 )
+from ansible_operator.core.plan import PLAN_ANSIBLE_ARGS, CRPlan, PlanLog, TaskChange, cr_plan
 from ansible_operator.core.related import CRIndex, Seen, related_event
 from ansible_operator.core.selectors import LabelSelector
 from ansible_operator.core.shards import DEFAULT_SHARDS, MAX_SHARDS, ShardSpace, balance
@@ -83,9 +85,11 @@ __all__ = [
     "JITTER_FACTOR",
     "MAX_SHARDS",
     "MAX_VERBOSITY",
+    "PLAN_ANSIBLE_ARGS",
     "VERBOSITY_ANNOTATION",
     "Backoff",
     "CRIndex",
+    "CRPlan",
     "Candidate",
     "Finalizer",
     "ItemBackoff",
@@ -96,12 +100,14 @@ __all__ = [
     "Locator",
     "Mode",
     "Owner",
+    "PlanLog",
     "RelatedResource",
     "ReservedVariableError",
     "RoleSearch",
     "Seen",
     "ShardSpace",
     "SpecError",
+    "TaskChange",
     "Timings",
     "Watch",
     "WatchesError",
@@ -115,6 +121,7 @@ __all__ = [
     "conditions",
     "conversion",
     "convert",
+    "cr_plan",
     "exponential_delay",
     "extravars_document",
     "fingerprint",
@@ -131,6 +138,7 @@ __all__ = [
     "owned_by_reference",
     "owner_keys",
     "parse_watches",
+    "plan",
     "predicates",
     "reconcile_period",
     "related_event",

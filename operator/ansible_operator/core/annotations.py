@@ -1,4 +1,5 @@
-"""The CR annotations upstream reads, parsed: reconcile period, artifacts to keep, verbosity.
+"""The CR annotations upstream reads, parsed: reconcile period, artifacts to keep, verbosity; and
+ours: hold (plan, do not apply).
 
 Each parser takes the object's annotations and the value to fall back on, and returns
 ``(value, problem)``: a bad annotation never raises, it gives the fallback and a message in
@@ -10,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ansible_operator.gocompat import atoi, parse_go_duration
+from ansible_operator.gocompat import atoi, parse_bool, parse_go_duration
 
 RECONCILE_PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"
 MAX_RUNNER_ARTIFACTS_ANNOTATION = "ansible.sdk.operatorframework.io/max-runner-artifacts"
 VERBOSITY_ANNOTATION = "ansible.sdk.operatorframework.io/verbosity"
+HOLD_ANNOTATION = "ansible.sdk.operatorframework.io/hold"  # ours: plan, do not apply
 
 MAX_VERBOSITY = 7
 
@@ -86,3 +88,16 @@ def log_verbosity(annotations: Annotations, ansible_verbosity_env: str | None) -
         return atoi(ansible_verbosity_env or "0")
     except ValueError:
         return 0
+
+
+def hold(annotations: Annotations, watch_hold: bool) -> tuple[bool, str | None]:
+    """Whether a CR is held for review (its runs planned, not applied): the hold annotation,
+    ``"true"`` or ``"false"`` as Go parses a bool, else the watch's ``hold``. A bad value holds
+    the CR (a typo must not apply what someone meant to review) and says why."""
+    raw = (annotations or {}).get(HOLD_ANNOTATION)
+    if raw is None:
+        return watch_hold, None
+    try:
+        return parse_bool(str(raw)), None
+    except ValueError as e:
+        return True, f"Invalid hold annotation (the CR is held): {e}"

@@ -34,6 +34,8 @@ REASON_RESERVED_VARIABLE = "ReservedVariable"
 # Ours: the CR cannot be handed to Ansible as data (core.extravars.check_spec says why, naming
 # the field); no run starts until it changes.
 REASON_SPEC_REFUSED = "SpecRefused"
+# Ours: the CR is held for review (core.annotations.hold), its run planned and not applied.
+REASON_HELD = "Held"
 
 MESSAGE_RUNNING = "Running reconciliation"
 MESSAGE_AWAITING = "Awaiting next reconciliation"
@@ -296,6 +298,24 @@ def mark_interrupted(
         generation=generation,
     )
     return _join(custom, _set(conditions, running, generation))
+
+
+def mark_held(
+    status: Mapping[str, Any] | None,
+    *,
+    message: str,
+    pending: bool,
+    now: datetime,
+    generation: int | None,
+) -> Status:
+    """A CR held for review was planned, not applied: `Running=False/Held/<message>`, and
+    `Successful` flips to False when something would change (what the CR asks is not made)."""
+    stamp = format_transition_time(now)
+    custom, conditions = _split(status, stamp)
+    if pending:
+        conditions = _flip_false(conditions, SUCCESSFUL, now=stamp, generation=generation)
+    held = new_condition(RUNNING, FALSE, REASON_HELD, message, now=stamp, generation=generation)
+    return _join(custom, _set(conditions, held, generation))
 
 
 def interrupted_message(cause: str) -> str:

@@ -63,6 +63,7 @@ _OUR_READY_REASONS = frozenset(
         conditions.REASON_TIMEOUT,
         conditions.REASON_RESERVED_VARIABLE,
         conditions.REASON_SPEC_REFUSED,
+        conditions.REASON_HELD,
     }
 )
 

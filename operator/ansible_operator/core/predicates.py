@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_operator.core import objects
+from ansible_operator.core.annotations import HOLD_ANNOTATION
 from ansible_operator.core.watches import Watch
 
 CREATE = "create"
@@ -74,9 +75,9 @@ def primary_event_passes(
 
     For a delete pass the last known object as `old` (or `new`). Creates and deletes pass;
     updates pass on a generation change, on any real change of an object whose generations are
-    both 0 (kinds without a generation, like Secrets), or on an annotation change when the watch
-    sets `watchAnnotationsChanges`. The watch's selector applies to all of them (to `new` on
-    updates).
+    both 0 (kinds without a generation, like Secrets), on an annotation change when the watch
+    sets `watchAnnotationsChanges`, or on a change of the hold annotation. The watch's selector
+    applies to all of them (to `new` on updates).
     """
     kind = event_kind(event_type)
     subject = new if new is not None else old
@@ -90,6 +91,10 @@ def primary_event_passes(
         return False
     if watch.watch_annotations_changes and objects.annotations(old) != objects.annotations(new):
         return True
+    if objects.annotations(old).get(HOLD_ANNOTATION) != objects.annotations(new).get(
+        HOLD_ANNOTATION
+    ):
+        return True  # held or released: plan, or apply what was planned
     old_generation, new_generation = _generation(old), _generation(new)
     if old_generation != new_generation:
         return True

@@ -129,6 +129,9 @@ class Watch:
     # Our addition (`stallAfterFailures`): after this many failed runs in a row of one generation
     # the operator gives up until the CR changes (kstatus's Stalled); None: it retries for ever.
     stall_after_failures: int | None = None
+    # Our addition (`hold`): every CR of the kind held for review (planned, not applied) unless
+    # its hold annotation says "false" (core.annotations.hold).
+    hold: bool = False
 
     @property
     def marks_spec_unsafe(self) -> bool:
@@ -368,6 +371,7 @@ _WATCH_KEYS = (
     "relatedResources",
     "kstatusConditions",
     "stallAfterFailures",
+    "hold",
 )
 _GVK_KEYS = ("group", "version", "kind")
 _FINALIZER_KEYS = ("name", "playbook", "role", "vars")
@@ -592,6 +596,7 @@ def _parse_fields(fields: Mapping[str, Any], gvk: GVK, locate: Locator) -> _Pars
         run_timeout=run_timeout or None,
         max_verbosity=max_verbosity,
         stall_after_failures=stall_after,
+        hold=_as_bool(fields.get("hold"), "hold", False),
         allow_reserved_vars=_as_reserved_vars(fields.get(reserved_vars.WATCH_KEY)),
         related=_parse_related(fields.get("relatedResources"), gvk),
     )

@@ -314,4 +314,21 @@ def render_run(record: dict[str, Any], now: datetime | None = None) -> str:
             lines.extend(f"      {line}" for line in bar.message.splitlines())
     if not laid.bars:
         lines.append("  (no tasks)")
+    lines.extend(_plan_lines(record.get("plan")))
     return "\n".join(lines) + "\n"
+
+
+def _plan_lines(plan: Any) -> list[str]:
+    """A planned run's (a CR held for review) objects that would change, with their fields."""
+    if not isinstance(plan, dict):
+        return []
+    lines = ["", "planned   nothing written: every write a dry run"]
+    changing = [obj for obj in plan.get("objects") or [] if obj.get("action") != "none"]
+    for obj in changing:
+        where = f"{obj['namespace']}/{obj['name']}" if obj.get("namespace") else obj.get("name")
+        lines.append(f"  would {obj['action']} {obj['kind']} {where}")
+        if obj["action"] == "update":
+            lines.extend(f"      {field}" for field in obj.get("fields") or [])
+    if not changing:
+        lines.append("  no object would change")
+    return lines

@@ -7,6 +7,11 @@ they come (watches, logs) and upgraded connections carried as raw bytes (``tunne
 cached: a GET is the API server's answer. Creates, updates, applies and patches get the owner's
 marks on the way (``rewrite``), and objects coming back with those marks are reported to the
 dependent watches, so the kinds a run writes, or reads back already owned, get watched.
+
+A run registered with a ``PlanLog`` is planned, not applied: each of its writes goes to the API
+server as a dry run (``dryRun=All``, whatever the request asked) and is recorded with the object
+before it, and what cannot be dry-run (exec, attach, port-forward, a write outside the resource
+paths) is refused with 403. Nothing a planned run sends can change the cluster through here.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from ansible_operator.core import Mode, Owner, Watch, injection_mode, is_owner_itself
+from ansible_operator.core.plan import PlanLog, Write
 from ansible_operator.kube import (
     ApiError,
     Credentials,
@@ -44,6 +50,8 @@ log = logging.getLogger("proxy")
 INJECTION_OFF_WARNING = "Warning: injection of owner references and dependent watches is turned off"
 _SET_HERE = ("host", "authorization", "content-length", "expect")  # by aiohttp or by us
 _WRITES = frozenset({"create", "update", "patch"})
+_PLANNED = _WRITES | {"delete", "deletecollection"}  # dry-run and recorded in a planned run
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _READS = frozenset({"get", "list"})
 MAX_BODY = 32 * 1024 * 1024  # the API server takes 3 MiB objects; this leaves room
 INSPECT_LIMIT = 8 * 1024 * 1024  # responses larger than this are streamed but not inspected
@@ -63,6 +71,7 @@ class ProxyStartError(Exception):
 class Run:
     owner: Owner
     watch: Watch
+    planned: PlanLog | None = None  # set: every write a dry run, recorded here
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:
@@ -104,10 +113,13 @@ class Proxy:
 
     # -- runs -------------------------------------------------------------------------------------
 
-    def register(self, owner: Mapping[str, Any], watch: Watch) -> str:
-        """A token for one run acting for ``owner``; valid until ``unregister``."""
+    def register(
+        self, owner: Mapping[str, Any], watch: Watch, *, planned: PlanLog | None = None
+    ) -> str:
+        """A token for one run acting for ``owner``; valid until ``unregister``. With
+        ``planned``, the run's writes are dry runs recorded there."""
         token = secrets.token_urlsafe(32)
-        self._runs[token] = Run(Owner.from_object(owner), watch)
+        self._runs[token] = Run(Owner.from_object(owner), watch, planned)
         return token
 
     def unregister(self, token: str) -> None:
@@ -160,6 +172,14 @@ class Proxy:
         if run is None:
             return _status(401, "Unauthorized", "Unauthorized")
         try:
+            if run.planned is not None and not _plannable(request):
+                run.planned.refused += 1
+                return _status(
+                    403,
+                    "Forbidden",
+                    f"plan: {request.method} {request.path} cannot be a dry run, "
+                    "so a planned run may not send it",
+                )
             if tunnel.is_upgrade(request):
                 return await tunnel.forward_upgrade(
                     request,
@@ -215,8 +235,15 @@ class Proxy:
             log.debug("Skipping cache lookup", extra={"path": request.path})
 
         url = URL(str(self._upstream).rstrip("/") + request.raw_path, encoded=True)
+        planned = run.planned is not None and info.verb in _PLANNED
+        before = None
+        if planned:
+            url = url.update_query(dryRun="All")
+            if info.name:
+                before = await self._before(info)
         inspect = (
-            self.dependents is not None
+            run.planned is None
+            and self.dependents is not None
             and run.watch.watch_dependent_resources
             and direct
             and info.verb in _WRITES | _READS
@@ -238,7 +265,7 @@ class Proxy:
             inspect = (
                 inspect and upstream.status < 300 and not upstream.headers.get("Content-Encoding")
             )
-            kept: bytearray | None = bytearray() if inspect else None
+            kept: bytearray | None = bytearray() if inspect or planned else None
             await response.prepare(request)
             async for chunk in upstream.content.iter_any():
                 await response.write(chunk)
@@ -256,9 +283,31 @@ class Proxy:
                 "seconds": round(time.monotonic() - started, 4),
             },
         )
-        if kept:
+        if planned:
+            assert run.planned is not None
+            run.planned.dry_run += 1
+            run.planned.add(_write(info, before, upstream.status, kept))
+        elif kept:
             self._inspect(run, info, served.info if served else None, bytes(kept))
         return response
+
+    async def _before(self, info: requestinfo.RequestInfo) -> Any:
+        """The object a planned write names, as it is now; None when it does not exist."""
+        path = "/".join(
+            part
+            for part in (
+                "/api" if not info.group else f"/apis/{info.group}",
+                info.version,
+                f"namespaces/{info.namespace}" if info.in_namespace_path else "",
+                info.resource,
+                info.name,
+            )
+            if part
+        )
+        try:
+            return await self._client.get(path)
+        except (ApiError, Unreachable):
+            return None
 
     async def _inject(
         self,
@@ -340,3 +389,39 @@ class Proxy:
                 info.group, info.version, str(obj.get("kind") or kind), info.resource, namespaced
             )
             self.dependents.observe(run.watch, resource, obj)
+
+
+def _plannable(request: web.BaseRequest) -> bool:
+    """Whether a planned run may send this: reads, and writes to resources (made dry runs)."""
+    if tunnel.is_upgrade(request):
+        return False
+    if request.method in _SAFE_METHODS:
+        return True
+    info = requestinfo.parse(request.method, request.path, request.query)
+    return info.is_resource and info.verb in _PLANNED
+
+
+def _write(info: requestinfo.RequestInfo, before: Any, code: int, raw: bytearray | None) -> Write:
+    """A planned write as the plan reads it: the object before, the dry run's answer after."""
+    try:
+        answer = json.loads(bytes(raw)) if raw else None
+    except ValueError:
+        answer = None
+    answer = answer if isinstance(answer, dict) else None
+    message = ""
+    if code >= 300:
+        message = str((answer or {}).get("message") or f"HTTP {code}")
+        answer = None
+    kind = str((answer or before or {}).get("kind") or info.resource)
+    return Write(
+        verb=info.verb,
+        api_version=info.api_version,
+        kind=kind,
+        namespace=info.namespace if info.in_namespace_path else "",
+        name=info.name or str(((answer or {}).get("metadata") or {}).get("name") or ""),
+        subresource=info.subresource,
+        before=before if isinstance(before, dict) else None,
+        after=None if info.verb == "delete" else answer,
+        code=code,
+        message=message,
+    )

@@ -20,6 +20,7 @@ from ansible_operator.runner.inputdir import (
     new_ident,
     prepare_input_dir,
     remove_input_dir,
+    strip_ansible_args,
 )
 from ansible_operator.runner.logging_events import (
     EventLogger,
@@ -74,6 +75,7 @@ __all__ = [
     "prepare_input_dir",
     "remove_input_dir",
     "strip_ansi",
+    "strip_ansible_args",
     "summarize",
     "versions",
     "warm_playbook_process",

@@ -59,12 +59,18 @@ class AnsibleRuns:
                 runner.close()
 
     async def _probe(self, runner: ColdRunner) -> None:
-        if isinstance(runner, WarmRunner):
-            runner.start()
-        ansible = await asyncio.to_thread(versions.probe_checked, runner.executable, runner.environ)
-        if isinstance(runner, WarmRunner):
-            runner.check_installation(ansible)
-        self._found(ansible)
+        self._found(await start_ansible(runner))
+
+
+async def start_ansible(runner: ColdRunner) -> AnsibleVersions:
+    """A runner made ready: a warm runner's fork server started (its imports overlap the probe),
+    then the Ansible its runs use asked for its versions (RunnerError: refused in one line)."""
+    if isinstance(runner, WarmRunner):
+        runner.start()
+    ansible = await asyncio.to_thread(versions.probe_checked, runner.executable, runner.environ)
+    if isinstance(runner, WarmRunner):
+        runner.check_installation(ansible)
+    return ansible
 
 
 class ApiServerWait:

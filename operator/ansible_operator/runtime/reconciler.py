@@ -32,6 +32,8 @@ from ansible_operator.core import (
     reserved_vars,
     triggers,
 )
+from ansible_operator.core.annotations import HOLD_ANNOTATION, hold
+from ansible_operator.core.plan import held_message
 from ansible_operator.kube import Api, ApiError, ResourceInfo, Unreachable
 from ansible_operator.runner import RunnerError, RunResult
 from ansible_operator.runtime.finalizers import add_finalizer, has_finalizer, remove_finalizer
@@ -131,6 +133,12 @@ class Reconciler:
         if finalizer is not None and not deleting and not has_finalizer(obj, finalizer):
             obj = await add_finalizer(self.client, resource, obj, finalizer)
 
+        held, note = hold(meta.get("annotations"), self.watch.hold)
+        if note:
+            log.error(note)
+        if held and not deleting:
+            return await self._hold(obj, status, period)
+
         was_failing = conditions.condition_true(obj, conditions.FAILURE)
         if self.watch.manage_status:
             await status.running(obj)
@@ -173,6 +181,27 @@ class Reconciler:
         if result.outcome.requeue_after is not None:
             requeue = result.outcome.requeue_after
             return Result(requeue_after=requeue, reason=triggers.requeue(requeue))
+        if period is None:
+            return Result()
+        return Result(requeue_after=period, reason=triggers.periodic(period))
+
+    async def _hold(
+        self, obj: dict[str, Any], status: StatusWriter, period: float | None
+    ) -> Result:
+        """A CR held for review: its run planned, nothing applied; the condition says what
+        would change, the run's record holds the plan. Released, it runs as usual."""
+        try:
+            plan = await self.gate.run(self.session.plan(obj, finalizing=False))
+        except Interrupted as stop:
+            log.info("Reconciliation interrupted", extra={"cause": stop.cause})
+            return Result()
+        message = held_message(plan, HOLD_ANNOTATION)
+        log.info(
+            "Held for review",
+            extra={"outcome": plan.outcome, "pending": plan.pending, "message": message},
+        )
+        if self.watch.manage_status:
+            await status.held(plan, message)
         if period is None:
             return Result()
         return Result(requeue_after=period, reason=triggers.periodic(period))

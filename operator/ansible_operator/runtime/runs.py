@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.core import GVK, cap, objects, triggers
+from ansible_operator.core import GVK, PlanLog, cap, objects, triggers
+from ansible_operator.core.plan import object_changes
 from ansible_operator.runner import RunResult, Timeline, strip_ansi, without_lines
 
 log = logging.getLogger("runs")
@@ -72,6 +73,7 @@ class RunRecord:
     )
     trace_id: str | None = None
     output: str = ""
+    planned: PlanLog | None = None  # a planned run (a CR held for review): what it would change
 
     def summary(self) -> Summary:
         duration = (self.ended - self.started).total_seconds() if self.ended else None
@@ -94,6 +96,7 @@ class RunRecord:
             "message": self.message,
             "counts": dict(self.counts),
             "traceId": self.trace_id,
+            "planned": self.planned is not None,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -102,6 +105,14 @@ class RunRecord:
             "tasks": [task.to_json() for task in self.timeline.tasks],
             "tasksDropped": self.timeline.dropped,
             "output": self.output,
+            **({"plan": self._plan()} if self.planned is not None else {}),
+        }
+
+    def _plan(self) -> dict[str, Any]:
+        assert self.planned is not None
+        return {
+            "objects": [change.to_json() for change in object_changes(self.planned.writes)],
+            "writes": {"dryRun": self.planned.dry_run, "refused": self.planned.refused},
         }
 
 
@@ -163,6 +174,7 @@ class RunHistory:
         ansible: str,
         timeline: Timeline,
         trace_id: str | None = None,
+        planned: PlanLog | None = None,
     ) -> RunRecord:
         meta = objects.metadata(obj)
         generation = meta.get("generation")
@@ -181,6 +193,7 @@ class RunHistory:
             started=self.clock(),
             timeline=timeline,
             trace_id=trace_id,
+            planned=planned,
         )
         self._live[ident] = record
         self._write(record)

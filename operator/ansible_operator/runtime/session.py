@@ -6,6 +6,10 @@ input (extra vars, verbosity, artifacts to keep, ``--ansible-args``, timeout, en
 assembled here from the watch, the flags and the CR's annotations; its observers (its log lines,
 metrics, record and span: ``run_observers``) are told of it as it goes. The CR's input directory
 lives until the CR is gone.
+
+A planned run (``planned``: ``ansible-operator plan``, a CR held for review) is the same run in
+Ansible's check and diff modes, its proxy token one whose writes are dry runs recorded in the
+``PlanLog`` (``proxy``), so a task that ignores check mode still cannot write.
 """
 
 from __future__ import annotations
@@ -20,9 +24,15 @@ from typing import Any, Protocol
 
 from ansible_operator.core import (
     MAX_VERBOSITY,
+    PLAN_ANSIBLE_ARGS,
     VERBOSITY_ANNOTATION,
+    CRPlan,
+    PlanLog,
+    SpecError,
+    TaskChange,
     Watch,
     build_extra_vars,
+    cr_plan,
     log_verbosity,
     max_runner_artifacts,
     verbosity,
@@ -31,11 +41,13 @@ from ansible_operator.kube import kubeconfig
 from ansible_operator.runner import (
     DEFAULT_BASE_DIR,
     Runner,
+    RunnerError,
     RunRequest,
     RunResult,
     input_dir_path,
     new_ident,
     remove_input_dir,
+    strip_ansible_args,
 )
 from ansible_operator.runtime.flags import RunSettings
 from ansible_operator.runtime.reconcile import TRIGGER
@@ -49,7 +61,9 @@ class RunProxy(Protocol):
 
     port: int
 
-    def register(self, owner: Mapping[str, Any], watch: Watch) -> str: ...
+    def register(
+        self, owner: Mapping[str, Any], watch: Watch, *, planned: PlanLog | None = None
+    ) -> str: ...
 
     def unregister(self, token: str) -> None: ...
 
@@ -77,10 +91,12 @@ class RunSession:
         self._extra_env = extra_env  # read at each run: e.g. the user metrics URL, once bound
         self._cap_said = False
 
-    async def run(self, obj: dict[str, Any], *, finalizing: bool) -> RunResult:
+    async def run(
+        self, obj: dict[str, Any], *, finalizing: bool, planned: PlanLog | None = None
+    ) -> RunResult:
         """Run Ansible for ``obj``; RunnerError when the run could not start, SpecError when the
         CR cannot be its variables (`core.extravars`: checked again here, and the document's size
-        as it is written)."""
+        as it is written). With ``planned``, a planned run whose writes are recorded there."""
         meta = obj["metadata"]
         namespace, name = meta.get("namespace") or "", meta["name"]
         annotations = meta.get("annotations") or {}
@@ -106,7 +122,10 @@ class RunSession:
         ident = new_ident()
         fd, kubeconfig_path = tempfile.mkstemp(prefix="kubeconfig-")
         os.close(fd)
-        token = self.proxy.register(obj, self.watch)
+        token = self.proxy.register(obj, self.watch, planned=planned)
+        ansible_args = self.settings.ansible.ansible_args
+        if planned is not None:
+            ansible_args = f"{strip_ansible_args(ansible_args)} {PLAN_ANSIBLE_ARGS}".strip()
         try:
             kubeconfig.write(
                 Path(kubeconfig_path), port=self.proxy.port, token=token, owner_namespace=namespace
@@ -121,7 +140,7 @@ class RunSession:
                 role=role,
                 verbosity=run_verbosity,
                 rotate_artifacts=rotate,
-                ansible_args=self.settings.ansible.ansible_args,
+                ansible_args=ansible_args,
                 timeout=self.watch.run_timeout or self.settings.ansible.ansible_run_timeout,
                 extra_env=dict(self._extra_env()),
             )
@@ -133,6 +152,7 @@ class RunSession:
                 ansible=playbook or role or "",
                 trigger=TRIGGER.get(),
                 finalizing=finalizing,
+                planned=planned,
                 log_verbosity=min(
                     log_verbosity(annotations, self.settings.environ.get("ANSIBLE_VERBOSITY")),
                     run_verbosity if annotated else MAX_VERBOSITY,
@@ -143,6 +163,19 @@ class RunSession:
             self.proxy.unregister(token)
             with contextlib.suppress(OSError):
                 os.unlink(kubeconfig_path)
+
+    async def plan(self, obj: dict[str, Any], *, finalizing: bool) -> CRPlan:
+        """What a run for ``obj`` would change, from a planned run of it; a run that could not
+        start or whose CR cannot be its variables is a plan that would fail."""
+        log = PlanLog()
+        try:
+            result = await self.run(obj, finalizing=finalizing, planned=log)
+        except (RunnerError, SpecError) as err:
+            return cr_plan(obj, log, failed=str(err))
+        if result.ok:
+            return cr_plan(obj, log, failed=None)
+        why = "; ".join(result.outcome.failure_messages) or "the run failed"
+        return cr_plan(obj, log, failed=why)
 
     def _capped(self, requested: int, own: int, namespace: str, name: str) -> int:
         """The verbosity a CR's annotation asked for, at most the watch's `maxVerbosity` (by
@@ -174,6 +207,12 @@ class RunSession:
             outcome, error = "Failed", str(err)
             raise
         finally:
+            if run.planned is not None:  # before the observers hear the end: the record keeps it
+                run.planned.tasks = [
+                    TaskChange(task.name, task.role, task.status)
+                    for task in run.timeline.tasks
+                    if task.status in ("changed", "failed")
+                ]
             listeners.finished(RunEnd(result, outcome, error))
 
     def forget(self, namespace: str, name: str) -> None:

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ansible_operator.core import conditions, exponential_delay, kstatus
+from ansible_operator.core import CRPlan, conditions, exponential_delay, kstatus
 from ansible_operator.kube import Api, ApiError, ResourceInfo, Unreachable
 from ansible_operator.runner import RunResult
 from ansible_operator.runtime.reconcile import ReconcileError
@@ -144,6 +144,23 @@ class StatusWriter:
             reason=reason,
             message=f"{message} ({gave_up})" if gave_up else message,
             read=read,
+        )
+
+    async def held(self, plan: CRPlan, message: str) -> None:
+        """The CR is held for review: its run was planned (``plan``), nothing applied; kstatus's
+        Stalled, as it waits for a person."""
+        await self._write(
+            "Held",
+            lambda s: conditions.mark_held(
+                s,
+                message=message,
+                pending=plan.outcome != "Unchanged",
+                now=self._clock(),
+                generation=self._generation,
+            ),
+            kstatus.Phase.STALLED,
+            reason=conditions.REASON_HELD,
+            message=message,
         )
 
     async def interrupted(self, cause: str) -> None:
