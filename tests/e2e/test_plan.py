@@ -21,6 +21,7 @@ from kubernetes.client.rest import ApiException
 from .crds import GROUP, VERSION, install_crds, kind_crd
 from .operators import ROLES
 from .resources import condition, new_cr, wait_condition
+from .test_kstatus import argo, kstatus_check, verdict  # noqa: F401 (kstatus_check: a fixture)
 from .waiting import wait_until
 
 pytestmark = [pytest.mark.e2e]
@@ -78,7 +79,7 @@ def edited_role(tmp_path: Path, image: str = "registry.example.com/server:2.0") 
     """The `planned` role of a new version: its image ``image``, and red is now crimson."""
     role = tmp_path / "v2" / "planned"
     shutil.copytree(ROLES / "planned", role)
-    (role / "defaults" / "main.yml").write_text(f"---\nplanned_image: {image}\n")
+    (role / "defaults" / "main.yml").write_text(f"---\nplanned_image: {image}\nsize: 1\n")
     tasks = role / "tasks" / "main.yml"
     old = "color: \"{{ color | default('blue') }}\""
     new = "color: \"{{ color | default('blue') | regex_replace('^red$', 'crimson') }}\""
@@ -193,7 +194,7 @@ def test_upgrade_preview_names_exactly_the_crs_the_new_roles_change(
 
 
 def test_a_held_cr_is_planned_not_applied_until_released(
-    operator, crs, core, apps, namespace, planned_crds
+    operator, crs, core, apps, namespace, planned_crds, kstatus_check
 ):
     cr = new_cr(KIND, "held", {"size": 1})
     cr["metadata"]["annotations"] = {HOLD: "true"}
@@ -213,6 +214,8 @@ def test_a_held_cr_is_planned_not_applied_until_released(
     assert versions(core, apps, namespace, ["held-settings", "held-server"]) == {}
     obj = crs.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "held")
     assert condition(obj, "Successful") is None
+    assert argo(kstatus_check, obj) == ("Suspended", condition(obj, "Stalled")["message"])
+    assert verdict(kstatus_check, obj)[0] == "Failed"  # kstatus: Stalled, waiting for a person
 
     # Released: applied.
     crs.patch_namespaced_custom_object(

@@ -759,7 +759,11 @@ def test_the_run_request_takes_the_flags_the_watch_and_the_annotations(tmp_path)
 HOLD = "ansible.sdk.operatorframework.io/hold"
 
 
-def test_a_held_cr_is_planned_with_dry_run_writes_and_its_condition_counts_the_changes(tmp_path):
+def test_a_held_cr_is_planned_with_dry_run_writes_and_its_condition_counts_the_changes(
+    tmp_path, caplog
+):
+    caplog.set_level(logging.INFO, logger="reconciler")
+
     def dry_run_create(request: RunRequest) -> None:
         assert w.proxy.planned is not None, "a held CR's token makes its writes dry runs"
         created = {"kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}}
@@ -779,6 +783,8 @@ def test_a_held_cr_is_planned_with_dry_run_writes_and_its_condition_counts_the_c
     assert w.condition("Stalled")["reason"] == "Held"
     assert "Successful" not in [c["type"] for c in w.obj()["status"]["conditions"]]
     assert len(w.api.writes("PUT", "/status")) == 1, "no Running=True: nothing runs for real"
+    [said] = [r for r in caplog.records if r.getMessage() == "Held for review"]
+    assert (said.outcome, said.pending, said.condition) == ("Changes", 1, running["message"])
 
 
 def test_a_kind_held_by_its_watch_is_released_per_cr_and_a_bad_value_holds(tmp_path):

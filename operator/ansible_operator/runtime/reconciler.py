@@ -198,7 +198,7 @@ class Reconciler:
         message = held_message(plan, HOLD_ANNOTATION)
         log.info(
             "Held for review",
-            extra={"outcome": plan.outcome, "pending": plan.pending, "message": message},
+            extra={"outcome": plan.outcome, "pending": plan.pending, "condition": message},
         )
         if self.watch.manage_status:
             await status.held(plan, message)

@@ -23,7 +23,8 @@ _HEADER = """\
 # status the operator writes. Merge its data into the argocd-cm ConfigMap of your Argo CD
 # (for example `kubectl -n argocd patch configmap argocd-cm --patch-file <this file>`): an
 # application then reads a CR as Progressing while its operator reconciles it, Healthy once its
-# role succeeded, and Degraded while its role fails or when its spec is refused.
+# role succeeded, Degraded while its role fails or when its spec is refused, and Suspended
+# while it is held for review (the ansible.sdk.operatorframework.io/hold annotation).
 """
 
 

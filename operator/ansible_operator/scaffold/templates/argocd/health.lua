@@ -19,6 +19,10 @@ end
 local function holds(kind)
   return found[kind] ~= nil and found[kind].status == "True"
 end
+if holds("Stalled") and found.Stalled.reason == "Held" then
+  -- held for review (the hold annotation): waiting for a person, as a paused rollout does
+  return {status = "Suspended", message = found.Stalled.message}
+end
 if holds("Stalled") then
   return {status = "Degraded", message = found.Stalled.message}
 end
