@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import platform
 import sys
 from collections.abc import Iterable, Sequence
@@ -260,7 +261,11 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(args_list)
     except SystemExit as exit_:  # bad command lines exit 1, as upstream's cobra does
         return 1 if exit_.code == 2 else int(exit_.code or 0)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except BrokenPipeError:  # the reader went away (`| head`): as a Go program, quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 1
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ command line said in one line with the closest valid word."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,16 @@ def test_zsh_completion_is_the_bash_one_through_bashcompinit(capsys):
     zsh = capsys.readouterr().out.splitlines(keepends=True)
     assert zsh[1] == "autoload -U +X bashcompinit && bashcompinit\n"
     assert "".join(zsh[2:]).split("\n", 1)[1] == bash.split("\n", 1)[1]
+
+
+def test_a_reader_that_goes_away_is_no_traceback():
+    """`ansible-operator ... | head`: the write into the closed pipe ends the command quietly."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ansible_operator.cli", "completion", "bash"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the command writes
+    stderr = proc.stderr.read().decode()
+    assert (proc.wait(timeout=60), stderr) == (1, "")

@@ -15,6 +15,7 @@ from ansible_operator.core.conditions import (
     is_rfc3339,
     mark_error,
     mark_failure,
+    mark_held,
     mark_interrupted,
     mark_running,
     mark_success,
@@ -646,3 +647,24 @@ def test_a_success_written_here_is_settled_until_the_generation_moves() -> None:
     status = mark_success(None, ansible_result=None, now=T0, generation=2)
     assert settled({"metadata": {"generation": 2}, "status": status})
     assert not settled({"metadata": {"generation": 3}, "status": status})
+
+
+def test_held_after_success_flips_successful_only_when_something_would_change() -> None:
+    succeeded = mark_success(None, ansible_result=RESULT, now=T0, generation=1)
+    calm = mark_held(succeeded, message="nothing would change", pending=False, now=T1, generation=1)
+    assert get_condition(calm, "Successful") == cond(
+        "Successful", "True", "Successful", "Last reconciliation succeeded", S0
+    )
+    assert get_condition(calm, "Running") == cond(
+        "Running", "False", "Held", "nothing would change", S1
+    )
+    pending = mark_held(succeeded, message="1 change", pending=True, now=T1, generation=1)
+    assert get_condition(pending, "Successful")["status"] == "False"
+
+
+def test_a_held_cr_s_message_follows_what_is_pending_at_one_generation() -> None:
+    first = mark_held(None, message="1 change", pending=True, now=T0, generation=1)
+    again = mark_held(first, message="1 change", pending=True, now=T1, generation=1)
+    assert again == first  # nothing new: no write
+    more = mark_held(first, message="2 changes", pending=True, now=T2, generation=1)
+    assert get_condition(more, "Running") == cond("Running", "False", "Held", "2 changes", S0)

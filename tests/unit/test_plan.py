@@ -14,6 +14,7 @@ from ansible_operator.core.plan import (
     cr_plan,
     exit_code,
     field_changes,
+    held_message,
     object_changes,
     render_text,
 )
@@ -180,3 +181,20 @@ def test_the_text_starts_with_a_summary_and_shows_only_what_changes():
     assert "  ~ Deployment n/d (update)" in lines
     assert "      spec.replicas: 1 -> 2" in lines
     assert "same" not in text and "Thing n/u" not in text
+
+
+def test_a_held_cr_s_message_names_objects_and_fields_and_counts_the_rest():
+    writes = [write("patch", deployment(1, "a"), deployment(3, "b", "2"))]
+    writes += [
+        Write("create", "v1", "ConfigMap", "n", f"c{i}", after={"data": {"k": "v"}})
+        for i in range(6)
+    ]
+    message = held_message(cr_plan(CR, PlanLog(writes=writes), failed=None), "hold")
+    assert message == (
+        "Held for review (hold): 7 change(s) pending: Deployment n/d (update: spec.replicas, "
+        "spec.template.spec.containers[0].image), ConfigMap n/c0 (create), "
+        "ConfigMap n/c1 (create), ConfigMap n/c2 (create), ConfigMap n/c3 (create) and 2 more; "
+        "remove the hold to apply"
+    )
+    failing = held_message(cr_plan(CR, PlanLog(), failed="boom"), "hold")
+    assert failing == "Held for review (hold): the run would fail: boom; remove the hold to apply"

@@ -315,6 +315,13 @@ def mark_held(
     if pending:
         conditions = _flip_false(conditions, SUCCESSFUL, now=stamp, generation=generation)
     held = new_condition(RUNNING, FALSE, REASON_HELD, message, now=stamp, generation=generation)
+    current = _find(conditions, RUNNING)
+    if current is not None and current.get("message") != message:
+        # What is pending changes without a new generation (a role edited, a dependent
+        # drifted): unlike upstream's SetCondition, a new message is written.
+        if current.get("status") == FALSE:
+            held["lastTransitionTime"] = current["lastTransitionTime"]
+        conditions = [c for c in conditions if c.get("type") != RUNNING]
     return _join(custom, _set(conditions, held, generation))
 
 

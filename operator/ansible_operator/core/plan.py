@@ -338,7 +338,8 @@ def held_message(plan: CRPlan, annotation: str) -> str:
     else:
         changing = [obj for obj in plan.objects if obj.changes]
         named = [
-            f"{obj.kind} {obj.namespace + '/' if obj.namespace else ''}{obj.name} ({obj.action})"
+            f"{obj.kind} {obj.namespace + '/' if obj.namespace else ''}{obj.name} "
+            f"({obj.action}{_fields_named(obj)})"
             for obj in changing[:_NAMED]
         ]
         if not changing:
@@ -349,4 +350,13 @@ def held_message(plan: CRPlan, annotation: str) -> str:
     return f"Held for review ({annotation}): {what}; remove the hold to apply"
 
 
+def _fields_named(obj: ObjectChange) -> str:
+    if obj.action != "update" or not obj.fields:
+        return ""
+    paths = [change.path for change in obj.fields[:_NAMED_FIELDS]]
+    more = len(obj.fields) + obj.more_fields - len(paths)
+    return ": " + ", ".join(paths) + (f" and {more} more" if more > 0 else "")
+
+
 _NAMED = 5  # objects a held CR's condition names
+_NAMED_FIELDS = 3  # fields it names of each

@@ -3,7 +3,8 @@
 For one CR, the CRs of a kind, or every CR the watches file covers, in one namespace (the
 kubeconfig context's, else ``default``) or all: the role or playbook runs as ``ansible-operator
 run`` would run it, with the same watches, extra vars, flags and environment (``--runner``, the
-``ANSIBLE_*`` variables), but planned (``RunSession.plan``): check and diff modes, and every write
+``ANSIBLE_*`` variables; relative roles and playbooks found from the watches file's directory),
+but planned (``RunSession.plan``): check and diff modes, and every write
 a dry run. The answer per CR is the objects it would create, update or delete with the fields
 that change, the tasks that would report a change, and why it would fail. With the watches file
 of a new version of the operator (its roles beside it), the same answers preview an upgrade.
@@ -117,8 +118,11 @@ async def _plan(args: argparse.Namespace) -> list[CRPlan]:
         argv += ["--kubeconfig", args.kubeconfig]
     try:
         settings = build_run_settings(argv)
+        # Relative roles and playbooks from the file's directory: another version's
+        # checkout previews an upgrade with its own roles (./watches.yaml: as `run` finds them).
+        watches_file = Path(settings.watching.watches_file)
         watches, _ = select_watches(
-            load_watches(settings.watching.watches_file, environ=settings.ansible_environ())
+            load_watches(watches_file, environ=settings.ansible_environ(), cwd=watches_file.parent)
         )
         creds = load_credentials(kubeconfig=settings.api.kubeconfig)
     except (SettingsError, WatchesError, WebhookError, ConfigError) as err:
