@@ -16,6 +16,7 @@ from kubernetes import client
 
 from .cluster import Cluster, cluster, namespace  # fixtures, used by name
 from .crds import install_crds, kind_crd
+from .health import check_command
 from .operators import Operator
 
 KINDS = ["Greeting", "Flaky", "Counter", "Requeuer", "Finalized", "Sleeper", "Echo", "Picky"]
@@ -60,3 +61,9 @@ def core(cluster) -> Iterator[client.CoreV1Api]:
 def apps(cluster) -> Iterator[client.AppsV1Api]:
     with cluster.api_client() as api_client:
         yield client.AppsV1Api(api_client)
+
+
+@pytest.fixture(scope="session")
+def kstatus_check(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The command that reads a CR as kstatus and Argo CD's health check do (health.py)."""
+    return check_command(tmp_path_factory.mktemp("argocd"))

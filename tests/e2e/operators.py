@@ -171,3 +171,17 @@ def processes_matching(fragment: str) -> list[str]:
     """`pid args` of every process on the machine whose command line holds `fragment`."""
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if fragment in line and "ps -eo" not in line]
+
+
+def plan(kubeconfig: Path, watches_file: Path, *args: str) -> tuple[int, list[dict], str]:
+    """`ansible-operator plan -o json ...`: its exit code, its plans and its stderr."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "ansible_operator.cli", "plan", "--watches-file",
+         str(watches_file), "--kubeconfig", str(kubeconfig), "-o", "json", *args],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    if proc.returncode == 1 and not proc.stdout:
+        return 1, [], proc.stderr
+    plans = json.loads(proc.stdout)
+    failed = [f"{p['name']}: {p['message']}" for p in plans if p["outcome"] == "Failed"]
+    return proc.returncode, plans, proc.stderr + "\n".join(failed)

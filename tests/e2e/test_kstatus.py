@@ -1,57 +1,18 @@
 """How GitOps tools read our CRs, by their own code, through a CR's life on the real cluster and
-the real operator: kstatus (sigs.k8s.io/cli-utils, as Flux and cli-utils compute it), Argo CD's
-health check that `generate crds` writes (run by gopher-lua as Argo CD runs it), and
-`kubectl wait --for=condition=Ready`."""
+the real operator: kstatus and Argo CD's health check (health.py), and `kubectl wait
+--for=condition=Ready`."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
-from ansible_operator.devcluster import gobuild
-from ansible_operator.scaffold import argocd_health
-
 from .crds import GROUP, VERSION
+from .health import argo, verdict
 from .project import kubectl
 from .resources import condition, new_cr, wait_condition
-from .tools import KSTATUS
 from .waiting import wait_until
 
 pytestmark = [pytest.mark.e2e]
-
-
-@pytest.fixture(scope="module")
-def kstatus_check(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The command that answers, for a CR, kstatus's status and the health check's."""
-
-    def progress(message: str) -> None:
-        print(f"[kstatus-check] {message}", file=sys.__stderr__, flush=True)
-
-    script = tmp_path_factory.mktemp("argocd") / "health.lua"
-    script.write_text(argocd_health.LUA)
-    return [str(gobuild.ensure(KSTATUS, progress=progress)), str(script)]
-
-
-def verdict(tool: list[str], obj: dict) -> tuple[str, str]:
-    """kstatus's status of ``obj`` (InProgress, Current, Failed, ...) and its message."""
-    answer = both(tool, obj)["kstatus"]
-    return answer["status"], answer["message"]
-
-
-def argo(tool: list[str], obj: dict) -> tuple[str, str]:
-    """Argo CD's health of ``obj`` (Progressing, Healthy, Degraded, ...) and its message."""
-    answer = both(tool, obj)["argocd"]
-    return answer["status"], answer["message"]
-
-
-def both(tool: list[str], obj: dict) -> dict:
-    done = subprocess.run(
-        tool, input=json.dumps(obj) + "\n", capture_output=True, text=True, check=True
-    )
-    return json.loads(done.stdout)
 
 
 @pytest.mark.parametrize("runner", ["warm", "cold"])

@@ -8,10 +8,7 @@ write a dry run), and exit 0 when nothing would change, 2 when something would.
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,9 +16,9 @@ import yaml
 from kubernetes.client.rest import ApiException
 
 from .crds import GROUP, VERSION, install_crds, kind_crd
-from .operators import ROLES
+from .health import argo, verdict
+from .operators import ROLES, plan
 from .resources import condition, new_cr, wait_condition
-from .test_kstatus import argo, kstatus_check, verdict  # noqa: F401 (kstatus_check: a fixture)
 from .waiting import wait_until
 
 pytestmark = [pytest.mark.e2e]
@@ -48,18 +45,6 @@ def watches(path: Path, roles: dict[str, Path]) -> Path:
         )
     )
     return path
-
-
-def plan(kubeconfig: Path, watches_file: Path, *args: str) -> tuple[int, list[dict], str]:
-    """`ansible-operator plan -o json ...`: its exit code, its plans and its stderr."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "ansible_operator.cli", "plan", "--watches-file",
-         str(watches_file), "--kubeconfig", str(kubeconfig), "-o", "json", *args],
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    if proc.returncode == 1:
-        return 1, [], proc.stderr
-    return proc.returncode, json.loads(proc.stdout), proc.stderr
 
 
 def versions(core, apps, namespace: str, names: list[str]) -> dict[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from .crds import GROUP, VERSION, install_crds, kind_crd
+from .operators import plan
 from .resources import condition, config_map_data, new_cr, wait_condition
 from .waiting import wait_until
 
@@ -96,3 +97,30 @@ def test_status_events_and_metrics_from_a_role(operator, crs, core, namespace, r
     assert event.count == 2
     assert event.first_timestamp == first_seen
     assert event.message == "phase is degraded"
+
+    # Planned (check mode): the util modules say what they would do and do none of it.
+    operator.stop()
+    crs.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, "r1", {"spec": {"phase": "retired"}}
+    )
+    before = crs.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "r1")
+    code, plans, err = plan(
+        operator.kubeconfig, operator.workdir / "watches.yaml", f"{KIND}/r1", "-n", namespace
+    )
+    assert code == 2, err
+    [planned] = plans
+    changed = {task["name"] for task in planned["tasks"] if task["status"] == "changed"}
+    assert {
+        "Report the phase in the status, with a condition of our own",
+        "The same status again",  # the first wrote nothing: the status is still the old one
+        "Post an Event about the CR",
+        "Count the report in a user metric",
+    } <= changed
+    after = crs.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "r1")
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert after["status"]["phase"] == "degraded"
+    [event] = reporter_events(core, namespace, "r1")
+    assert event.count == 2, "no Event posted in check mode"
+    [report] = [obj for obj in planned["objects"] if obj["name"] == "r1-report"]
+    assert report["action"] == "update"  # its new content a dry run only
+    assert config_map_data(core, namespace, "r1-report")["event_count"] == "2"
