@@ -15,7 +15,9 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from ansible_operator.core import GVK, ItemBackoff, Watch, triggers
+from ansible_operator.core import GVK, ItemBackoff, PlanLog, Watch, triggers
+from ansible_operator.core.plan import Write
+from ansible_operator.dev import runs
 from ansible_operator.runner import Timeline
 from ansible_operator.runner.events import summarize
 from ansible_operator.runner.types import RunResult
@@ -389,3 +391,33 @@ def test_the_api_lists_kinds_runs_and_one_run(served: tuple[RunHistory, str]) ->
     assert status == 200 and one["trigger"]["reason"] == "Periodic" and one["tasks"] == []
     status, missing = get(base + "/ns/mc/run-9")
     assert status == 404 and "no such run" in missing["error"]
+
+
+def test_a_planned_run_s_record_holds_its_plan_and_runs_show_lists_it(tmp_path: Path) -> None:
+    h = history(tmp_path)
+    planned = PlanLog(dry_run=1)
+    record = h.begin(
+        gvk=MEMCACHED,
+        obj=cr(),
+        input_dir=tmp_path / "in",
+        ident="run-1",
+        trigger=triggers.periodic(60),
+        finalizing=False,
+        ansible="/roles/memcached",
+        timeline=Timeline(),
+        planned=planned,
+    )
+    before = {"kind": "Deployment", "spec": {"replicas": 1}}
+    planned.add(
+        Write("patch", "apps/v1", "Deployment", "ns", "mc", before=before,
+              after={**before, "spec": {"replicas": 3}})
+    )  # fmt: skip
+    h.finish(record, result(tmp_path, ok=True), outcome="Succeeded")
+    done = json.loads((tmp_path / "in/runs/run-1.json").read_text())
+    assert done["planned"] is True
+    [change] = done["plan"]["objects"]
+    assert (change["action"], change["fields"]) == ("update", ["spec.replicas"])
+    assert done["plan"]["writes"] == {"dryRun": 1, "refused": 0}
+    shown = runs.render_run(done).splitlines()
+    at = shown.index("planned   nothing written: every write a dry run")
+    assert shown[at + 1 : at + 3] == ["  would update Deployment ns/mc", "      spec.replicas"]
