@@ -25,8 +25,10 @@ from ansible_operator.core import (
     triggers,
 )
 from ansible_operator.core.annotations import (
+    HOLD_ANNOTATION,
     MAX_VERBOSITY,
     VERBOSITY_ANNOTATION,
+    hold,
     log_verbosity,
     max_runner_artifacts,
     reconcile_period,
@@ -63,7 +65,14 @@ from ansible_operator.core.ownership import (
     owned_by_reference,
     owner_keys,
 )
-from ansible_operator.core.plan import PLAN_ANSIBLE_ARGS, CRPlan, PlanLog, TaskChange, cr_plan
+from ansible_operator.core.plan import (
+    PLAN_ANSIBLE_ARGS,
+    CRPlan,
+    PlanLog,
+    TaskChange,
+    Write,
+    cr_plan,
+)
 from ansible_operator.core.related import CRIndex, Seen, related_event
 from ansible_operator.core.selectors import LabelSelector
 from ansible_operator.core.shards import DEFAULT_SHARDS, MAX_SHARDS, ShardSpace, balance
@@ -82,6 +91,7 @@ __all__ = [
     "DEFAULT_SHARDS",
     "EVENT_NOTE_BYTES",
     "GVK",
+    "HOLD_ANNOTATION",
     "JITTER_FACTOR",
     "MAX_SHARDS",
     "MAX_VERBOSITY",
@@ -111,6 +121,7 @@ __all__ = [
     "Timings",
     "Watch",
     "WatchesError",
+    "Write",
     "annotations",
     "ansible_cores",
     "balance",
@@ -126,6 +137,7 @@ __all__ = [
     "extravars_document",
     "fingerprint",
     "has_reference",
+    "hold",
     "injection_mode",
     "is_owner_itself",
     "kstatus",

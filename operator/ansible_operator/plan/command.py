@@ -38,11 +38,15 @@ from ansible_operator.kube import (
 )
 from ansible_operator.proxy import Proxy, ProxyStartError
 from ansible_operator.runner import ColdRunner, RunnerError, WarmRunner
-from ansible_operator.runtime.conversion_webhook import WebhookError, select_watches
-from ansible_operator.runtime.flags import SettingsError, build_run_settings
-from ansible_operator.runtime.parts import start_ansible
-from ansible_operator.runtime.run_observers import Observers
-from ansible_operator.runtime.session import RunSession
+from ansible_operator.runtime import (
+    Observers,
+    RunSession,
+    SettingsError,
+    WebhookError,
+    build_run_settings,
+    select_watches,
+    start_ansible,
+)
 from ansible_operator.watchfile import load_watches
 
 PAGE = 500

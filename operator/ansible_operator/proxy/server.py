@@ -30,8 +30,15 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
-from ansible_operator.core import Mode, Owner, Watch, injection_mode, is_owner_itself
-from ansible_operator.core.plan import PlanLog, Write
+from ansible_operator.core import (
+    Mode,
+    Owner,
+    PlanLog,
+    Watch,
+    Write,
+    injection_mode,
+    is_owner_itself,
+)
 from ansible_operator.kube import (
     ApiError,
     Credentials,

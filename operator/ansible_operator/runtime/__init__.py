@@ -2,11 +2,29 @@
 queues, the reconcile contract, the reconciler, status, Events, dependent watches, metrics and
 logs.
 
-Other layers use ``manager.main`` (the command), ``flag_names`` (for shell completion) and
-``runs_page`` (the runs page, which ``ansible-operator runs ui`` serves from every replica).
+Other layers use ``manager.main`` (the command), ``flag_names`` (for shell completion),
+``runs_page`` (the runs page, which ``ansible-operator runs ui`` serves from every replica), and
+for ``ansible-operator plan`` what a run needs outside the operator: the settings
+(``build_run_settings``), the watches selected as ``run`` selects them (``select_watches``), a
+runner made ready (``start_ansible``) and a ``RunSession`` with its ``Observers``.
 """
 
 from ansible_operator.runtime import manager, runs_page
-from ansible_operator.runtime.flags import flag_names
+from ansible_operator.runtime.conversion_webhook import WebhookError, select_watches
+from ansible_operator.runtime.flags import SettingsError, build_run_settings, flag_names
+from ansible_operator.runtime.parts import start_ansible
+from ansible_operator.runtime.run_observers import Observers
+from ansible_operator.runtime.session import RunSession
 
-__all__ = ["flag_names", "manager", "runs_page"]
+__all__ = [
+    "Observers",
+    "RunSession",
+    "SettingsError",
+    "WebhookError",
+    "build_run_settings",
+    "flag_names",
+    "manager",
+    "runs_page",
+    "select_watches",
+    "start_ansible",
+]

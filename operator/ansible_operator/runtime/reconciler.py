@@ -22,18 +22,19 @@ from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn
 
 from ansible_operator.core import (
+    HOLD_ANNOTATION,
     SpecError,
     Watch,
     check_spec,
     conditions,
+    hold,
     loops,
     object_var_name,
+    plan,
     reconcile_period,
     reserved_vars,
     triggers,
 )
-from ansible_operator.core.annotations import HOLD_ANNOTATION, hold
-from ansible_operator.core.plan import held_message
 from ansible_operator.kube import Api, ApiError, ResourceInfo, Unreachable
 from ansible_operator.runner import RunnerError, RunResult
 from ansible_operator.runtime.finalizers import add_finalizer, has_finalizer, remove_finalizer
@@ -191,17 +192,17 @@ class Reconciler:
         """A CR held for review: its run planned, nothing applied; the condition says what
         would change, the run's record holds the plan. Released, it runs as usual."""
         try:
-            plan = await self.gate.run(self.session.plan(obj, finalizing=False))
+            planned = await self.gate.run(self.session.plan(obj, finalizing=False))
         except Interrupted as stop:
             log.info("Reconciliation interrupted", extra={"cause": stop.cause})
             return Result()
-        message = held_message(plan, HOLD_ANNOTATION)
+        message = plan.held_message(planned, HOLD_ANNOTATION)
         log.info(
             "Held for review",
-            extra={"outcome": plan.outcome, "pending": plan.pending, "condition": message},
+            extra={"outcome": planned.outcome, "pending": planned.pending, "condition": message},
         )
         if self.watch.manage_status:
-            await status.held(plan, message)
+            await status.held(planned, message)
         if period is None:
             return Result()
         return Result(requeue_after=period, reason=triggers.periodic(period))

@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.core import GVK, PlanLog, cap, objects, triggers
-from ansible_operator.core.plan import object_changes
+from ansible_operator.core import GVK, PlanLog, cap, objects, plan, triggers
 from ansible_operator.runner import RunResult, Timeline, strip_ansi, without_lines
 
 log = logging.getLogger("runs")
@@ -111,7 +110,7 @@ class RunRecord:
     def _plan(self) -> dict[str, Any]:
         assert self.planned is not None
         return {
-            "objects": [change.to_json() for change in object_changes(self.planned.writes)],
+            "objects": [change.to_json() for change in plan.object_changes(self.planned.writes)],
             "writes": {"dryRun": self.planned.dry_run, "refused": self.planned.refused},
         }
 
