@@ -8,7 +8,9 @@ write a dry run), and exit 0 when nothing would change, 2 when something would.
 
 from __future__ import annotations
 
+import json
 import shutil
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -210,3 +212,20 @@ def test_a_held_cr_is_planned_not_applied_until_released(
     assert set(versions(core, apps, namespace, ["held-settings", "held-server"])) == {
         "held-settings", "held-server",
     }  # fmt: skip
+
+    # Each run's record lists what it wrote, or as a held run would have written.
+    assert operator.launched is not None and operator.launched.metrics_url is not None
+    base = operator.launched.metrics_url.removesuffix("/metrics") + f"/runs/{GROUP}/{VERSION}"
+    listed = read_json(f"{base}/{KIND}/{namespace}/held")["runs"]
+    held_run, applied = listed[-1], listed[-2]  # newest first; later runs: its dependents'
+    assert [run["planned"] for run in listed] == [False] * (len(listed) - 1) + [True]
+    made = {("ConfigMap", "held-settings"): "create", ("Deployment", "held-server"): "create"}
+    for run in (held_run, applied):
+        record = read_json(f"{base}/{KIND}/{namespace}/held/{run['id']}")
+        objects = record["writes"]["objects"]
+        assert {(obj["kind"], obj["name"]): obj["action"] for obj in objects} == made, record
+
+
+def read_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        return json.loads(resp.read())

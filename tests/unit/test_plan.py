@@ -7,10 +7,11 @@ import json
 
 from ansible_operator.core.plan import (
     MAX_FIELDS,
+    MAX_WRITES,
     SENSITIVE,
-    PlanLog,
     TaskChange,
     Write,
+    WriteLog,
     cr_plan,
     exit_code,
     field_changes,
@@ -135,15 +136,16 @@ def test_field_changes_take_empty_maps_and_lists_as_leaves():
 
 
 def test_a_cr_plan_s_outcome_and_exit_codes():
-    log = PlanLog(writes=[write("patch", deployment(1, "a"), deployment(2, "a", "2"))], dry_run=1)
+    log = WriteLog(dry_run=True)
+    log.add(write("patch", deployment(1, "a"), deployment(2, "a", "2")))
     changes = cr_plan(CR, log, failed=None)
     assert (changes.outcome, changes.pending) == ("Changes", 1)
-    unchanged = cr_plan(CR, PlanLog(), failed=None)
+    unchanged = cr_plan(CR, WriteLog(), failed=None)
     assert unchanged.outcome == "Unchanged"
     # A task's change counts where no object changes (a file, a command).
-    tasked = cr_plan(CR, PlanLog(tasks=[TaskChange("touch", "r", "changed")]), failed=None)
+    tasked = cr_plan(CR, WriteLog(tasks=[TaskChange("touch", "r", "changed")]), failed=None)
     assert (tasked.outcome, tasked.pending) == ("Changes", 1)
-    failed = cr_plan(CR, PlanLog(), failed="boom")
+    failed = cr_plan(CR, WriteLog(), failed="boom")
     assert (failed.outcome, failed.message) == ("Failed", "boom")
     assert exit_code([unchanged]) == 0
     assert exit_code([unchanged, changes]) == 2
@@ -152,7 +154,8 @@ def test_a_cr_plan_s_outcome_and_exit_codes():
 
 
 def test_the_json_shape():
-    log = PlanLog(writes=[write("patch", deployment(1, "a"), deployment(2, "a", "2"))], dry_run=1)
+    log = WriteLog(dry_run=True)
+    log.add(write("patch", deployment(1, "a"), deployment(2, "a", "2")))
     body = cr_plan(CR, log, failed=None).to_json()
     assert {k: body[k] for k in ("apiVersion", "kind", "namespace", "name", "outcome")} == {
         "apiVersion": "example.com/v1",
@@ -168,14 +171,14 @@ def test_the_json_shape():
 
 
 def test_the_text_starts_with_a_summary_and_shows_only_what_changes():
-    log = PlanLog(
+    log = WriteLog(
         writes=[
             write("patch", deployment(1, "a"), deployment(2, "a", "2")),
             write("patch", deployment(1, "a"), deployment(1, "a"), name="same"),
         ]
     )
     other = {**CR, "metadata": {"name": "u", "namespace": "n"}}
-    text = render_text([cr_plan(CR, log, failed=None), cr_plan(other, PlanLog(), failed=None)])
+    text = render_text([cr_plan(CR, log, failed=None), cr_plan(other, WriteLog(), failed=None)])
     lines = text.splitlines()
     assert lines[0].startswith("Plan: 2 CR(s) planned, 1 would change")
     assert "  ~ Deployment n/d (update)" in lines
@@ -189,12 +192,31 @@ def test_a_held_cr_s_message_names_objects_and_fields_and_counts_the_rest():
         Write("create", "v1", "ConfigMap", "n", f"c{i}", after={"data": {"k": "v"}})
         for i in range(6)
     ]
-    message = held_message(cr_plan(CR, PlanLog(writes=writes), failed=None), "hold")
+    message = held_message(cr_plan(CR, WriteLog(writes=writes), failed=None), "hold")
     assert message == (
         "Held for review (hold): 7 change(s) pending: Deployment n/d (update: spec.replicas, "
         "spec.template.spec.containers[0].image), ConfigMap n/c0 (create), "
         "ConfigMap n/c1 (create), ConfigMap n/c2 (create), ConfigMap n/c3 (create) and 2 more; "
         "remove the hold to apply"
     )
-    failing = held_message(cr_plan(CR, PlanLog(), failed="boom"), "hold")
+    failing = held_message(cr_plan(CR, WriteLog(), failed="boom"), "hold")
     assert failing == "Held for review (hold): the run would fail: boom; remove the hold to apply"
+
+
+def test_a_write_whose_before_or_answer_was_not_read_is_a_change_without_fields():
+    unread, unseen = object_changes(
+        [
+            write("create", None, None),  # an answer too large or compressed to read
+            write("patch", None, deployment(2, "a"), name="patched"),  # not read before
+        ]
+    )
+    assert (unread.action, unread.fields) == ("create", ())
+    assert (unseen.action, unseen.fields) == ("update", ())
+
+
+def test_a_run_s_log_keeps_so_many_writes_and_counts_the_rest():
+    log = WriteLog()
+    for i in range(MAX_WRITES + 3):
+        log.add(write("patch", deployment(1, "a"), deployment(1, "a"), name=f"d{i}"))
+    assert (len(log.writes), log.forwarded, log.dropped) == (MAX_WRITES, MAX_WRITES + 3, 3)
+    assert log.to_json()["dropped"] == 3

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from ansible_operator.core.extravars import MAX_SPEC_DEPTH, SpecError, UnsafeText
-from ansible_operator.core.plan import PlanLog, Write
+from ansible_operator.core.plan import Write, WriteLog
 from ansible_operator.core.watches import GVK, Finalizer, Watch
 from ansible_operator.kube.client import ResourceInfo
 from ansible_operator.kube.discovery import Discovery
@@ -49,12 +49,12 @@ class FakeProxy:
     def __init__(self) -> None:
         self.valid: dict[str, str] = {}
         self.issued = 0
-        self.planned: PlanLog | None = None
+        self.writes: WriteLog | None = None
 
     def register(
-        self, owner: Mapping[str, Any], watch: Watch, *, planned: PlanLog | None = None
+        self, owner: Mapping[str, Any], watch: Watch, *, writes: WriteLog | None = None
     ) -> str:
-        self.planned = planned
+        self.writes = writes
         self.issued += 1
         token = f"token-{self.issued}"
         self.valid[token] = owner["metadata"]["name"]
@@ -765,9 +765,10 @@ def test_a_held_cr_is_planned_with_dry_run_writes_and_its_condition_counts_the_c
     caplog.set_level(logging.INFO, logger="reconciler")
 
     def dry_run_create(request: RunRequest) -> None:
-        assert w.proxy.planned is not None, "a held CR's token makes its writes dry runs"
+        assert w.proxy.writes is not None
+        assert w.proxy.writes.dry_run, "a held CR's token makes its writes dry runs"
         created = {"kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}}
-        w.proxy.planned.add(Write("create", "v1", "ConfigMap", "ns", "c", after=created))
+        w.proxy.writes.add(Write("create", "v1", "ConfigMap", "ns", "c", after=created))
 
     w = world(tmp_path, [succeeded()], annotations={HOLD: "true"}, during=dry_run_create)
     assert w.reconcile() == Result(requeue_after=3600.0)
@@ -791,10 +792,11 @@ def test_a_kind_held_by_its_watch_is_released_per_cr_and_a_bad_value_holds(tmp_p
     held_kind = dataclasses.replace(WATCH, hold=True)
     w = world(tmp_path, [succeeded()], watch=held_kind, annotations={HOLD: "false"})
     w.reconcile()
-    assert w.proxy.planned is None and w.runner.requests[0].ansible_args == ""
+    assert w.proxy.writes is not None and not w.proxy.writes.dry_run
+    assert w.runner.requests[0].ansible_args == ""
     assert w.condition("Successful")["status"] == "True"
 
     w = world(tmp_path / "typo", [succeeded()], annotations={HOLD: "yes please"})
     w.reconcile()
-    assert w.proxy.planned is not None
+    assert w.proxy.writes is not None and w.proxy.writes.dry_run
     assert w.condition("Running")["message"].startswith(f"Held for review ({HOLD}): nothing")

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from ansible_operator.core import GVK, ItemBackoff, PlanLog, Watch, triggers
+from ansible_operator.core import GVK, ItemBackoff, Watch, WriteLog, triggers
 from ansible_operator.core.plan import Write
 from ansible_operator.dev import runs
 from ansible_operator.runner import Timeline
@@ -393,9 +393,10 @@ def test_the_api_lists_kinds_runs_and_one_run(served: tuple[RunHistory, str]) ->
     assert status == 404 and "no such run" in missing["error"]
 
 
-def test_a_planned_run_s_record_holds_its_plan_and_runs_show_lists_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_run_s_record_lists_what_it_wrote_and_runs_show_it(tmp_path: Path, dry_run) -> None:
     h = history(tmp_path)
-    planned = PlanLog(dry_run=1)
+    writes = WriteLog(dry_run=dry_run)
     record = h.begin(
         gvk=MEMCACHED,
         obj=cr(),
@@ -405,19 +406,25 @@ def test_a_planned_run_s_record_holds_its_plan_and_runs_show_lists_it(tmp_path: 
         finalizing=False,
         ansible="/roles/memcached",
         timeline=Timeline(),
-        planned=planned,
+        writes=writes,
     )
     before = {"kind": "Deployment", "spec": {"replicas": 1}}
-    planned.add(
+    writes.add(
         Write("patch", "apps/v1", "Deployment", "ns", "mc", before=before,
               after={**before, "spec": {"replicas": 3}})
     )  # fmt: skip
+    writes.add(Write("patch", "v1", "ConfigMap", "ns", "same", before=before, after=before))
     h.finish(record, result(tmp_path, ok=True), outcome="Succeeded")
     done = json.loads((tmp_path / "in/runs/run-1.json").read_text())
-    assert done["planned"] is True
-    [change] = done["plan"]["objects"]
-    assert (change["action"], change["fields"]) == ("update", ["spec.replicas"])
-    assert done["plan"]["writes"] == {"dryRun": 1, "refused": 0}
+    assert done["planned"] is dry_run
+    changed, same = done["writes"]["objects"]
+    assert (changed["action"], changed["fields"]) == ("update", ["spec.replicas"])
+    assert same["action"] == "none"
+    assert {k: done["writes"][k] for k in ("forwarded", "refused", "dropped")} == {
+        "forwarded": 2, "refused": 0, "dropped": 0,
+    }  # fmt: skip
     shown = runs.render_run(done).splitlines()
-    at = shown.index("planned   nothing written: every write a dry run")
-    assert shown[at + 1 : at + 3] == ["  would update Deployment ns/mc", "      spec.replicas"]
+    title = "planned   nothing written: every write a dry run" if dry_run else "changed"
+    at = shown.index(title)
+    verb = "would update" if dry_run else "update"
+    assert shown[at + 1 :] == [f"  {verb} Deployment ns/mc", "      spec.replicas"]

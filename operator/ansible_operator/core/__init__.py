@@ -68,9 +68,9 @@ from ansible_operator.core.ownership import (
 from ansible_operator.core.plan import (
     PLAN_ANSIBLE_ARGS,
     CRPlan,
-    PlanLog,
     TaskChange,
     Write,
+    WriteLog,
     cr_plan,
 )
 from ansible_operator.core.related import CRIndex, Seen, related_event
@@ -110,7 +110,6 @@ __all__ = [
     "Locator",
     "Mode",
     "Owner",
-    "PlanLog",
     "RelatedResource",
     "ReservedVariableError",
     "RoleSearch",
@@ -122,6 +121,7 @@ __all__ = [
     "Watch",
     "WatchesError",
     "Write",
+    "WriteLog",
     "annotations",
     "ansible_cores",
     "balance",

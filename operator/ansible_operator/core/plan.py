@@ -1,10 +1,11 @@
-"""What a planned run would change: the writes it made as server-side dry runs, read as objects
-created, updated or deleted, with the fields that differ.
+"""What a run changed, or a planned run would change: its writes read as objects created, updated
+or deleted, with the fields that differ.
 
-A planned run (``ansible-operator plan``, or a CR held for review) talks to the API server
-through the proxy, which turns each of its writes into a dry run and records it here as a
-``Write``: the object before (read just before the write) and the API server's answer (the
-object as it would be stored, defaults and admission included). ``object_changes`` folds the
+Every run talks to the API server through the proxy, which records each of its writes here as a
+``Write``: the object before (the run's own read of it just before, or for a planned run a read
+of the proxy's) and the API server's answer (the object as stored, defaults and admission
+included). A planned run (``ansible-operator plan``, or a CR held for review) has each write
+made a dry run, so the answer is the object as it would be stored. ``object_changes`` folds the
 writes into one change per object, first ``before`` against last ``after``, so an object a run
 writes twice is one line. The fields are compared as stored, less what the server sets on every
 write (``resourceVersion``, ``managedFields``, ...) and ``status`` (the object's controller
@@ -34,6 +35,7 @@ PLAN_ANSIBLE_ARGS = "--check --diff"  # added to a planned run's ansible-playboo
 SENSITIVE_KINDS = frozenset({"Secret"})
 SENSITIVE = "(sensitive value)"
 MAX_FIELDS = 200  # per object; the rest counted in `more_fields`
+MAX_WRITES = 500  # per run; the rest counted in `WriteLog.dropped`
 
 
 @dataclass(frozen=True)
@@ -60,17 +62,33 @@ class TaskChange:
 
 
 @dataclass
-class PlanLog:
-    """What one planned run did: its writes (the proxy appends them) and the tasks that reported
-    a change or failed (the session adds them when the run ends)."""
+class WriteLog:
+    """What one run wrote, or would have written: its writes as the proxy saw them, and the
+    tasks that reported a change or failed (the session adds them when the run ends). With
+    ``dry_run`` (a planned run) the proxy made every write a dry run."""
 
+    dry_run: bool = False
     writes: list[Write] = field(default_factory=list)
     tasks: list[TaskChange] = field(default_factory=list)
-    dry_run: int = 0  # writes forwarded as dry runs
+    forwarded: int = 0  # writes the proxy forwarded (dry runs, with dry_run)
     refused: int = 0  # requests the proxy refused (exec, attach, writes outside the API)
+    dropped: int = 0  # writes past MAX_WRITES, counted and not kept
 
     def add(self, write: Write) -> None:
+        self.forwarded += 1
+        if len(self.writes) >= MAX_WRITES:
+            self.dropped += 1
+            return
         self.writes.append(write)
+
+    def to_json(self) -> dict[str, Any]:
+        """A run record's view: the objects it changed (or would have) and the counts."""
+        return {
+            "objects": [change.to_json() for change in object_changes(self.writes)],
+            "forwarded": self.forwarded,
+            "refused": self.refused,
+            "dropped": self.dropped,
+        }
 
 
 @dataclass(frozen=True)
@@ -141,7 +159,11 @@ def _change(first: Write, last: Write) -> ObjectChange:
     before = first.before
     if last.verb == "delete":
         return ObjectChange(*where, action="delete" if before is not None else "none")
-    after = last.after or {}
+    if last.after is None or (before is None and first.verb != "create"):
+        # An answer not read (too large, compressed), or an object the run changed without
+        # reading it first: changed, fields unknown.
+        return ObjectChange(*where, action="create" if first.verb == "create" else "update")
+    after = last.after
     if before is None:
         fields = [FieldChange(path, None, value) for path, value in _leaves(after)]
         action = "create"
@@ -251,7 +273,7 @@ class CRPlan:
         }
 
 
-def cr_plan(cr: Mapping[str, Any], log: PlanLog, *, failed: str | None) -> CRPlan:
+def cr_plan(cr: Mapping[str, Any], log: WriteLog, *, failed: str | None) -> CRPlan:
     """One CR's plan from its run: ``failed`` is why the run failed, None when it succeeded."""
     meta = cr.get("metadata") or {}
     objects = tuple(object_changes(log.writes))
@@ -266,7 +288,7 @@ def cr_plan(cr: Mapping[str, Any], log: PlanLog, *, failed: str | None) -> CRPla
         objects,
         tasks,
         failed or "",
-        log.dry_run,
+        log.forwarded,
         log.refused,
     )
     if failed is None and plan.pending:

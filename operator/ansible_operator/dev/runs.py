@@ -314,19 +314,25 @@ def render_run(record: dict[str, Any], now: datetime | None = None) -> str:
             lines.extend(f"      {line}" for line in bar.message.splitlines())
     if not laid.bars:
         lines.append("  (no tasks)")
-    lines.extend(_plan_lines(record.get("plan")))
+    lines.extend(_write_lines(record))
     return "\n".join(lines) + "\n"
 
 
-def _plan_lines(plan: Any) -> list[str]:
-    """A planned run's (a CR held for review) objects that would change, with their fields."""
-    if not isinstance(plan, dict):
+def _write_lines(record: dict[str, Any]) -> list[str]:
+    """The objects a run changed with their fields; for a planned run (a CR held for review),
+    the ones it would have changed."""
+    writes = record.get("writes")
+    if not isinstance(writes, dict):
         return []
-    lines = ["", "planned   nothing written: every write a dry run"]
-    changing = [obj for obj in plan.get("objects") or [] if obj.get("action") != "none"]
+    planned = record.get("planned") is True
+    changing = [obj for obj in writes.get("objects") or [] if obj.get("action") != "none"]
+    if not changing and not planned:
+        return []
+    lines = ["", "planned   nothing written: every write a dry run" if planned else "changed"]
     for obj in changing:
         where = f"{obj['namespace']}/{obj['name']}" if obj.get("namespace") else obj.get("name")
-        lines.append(f"  would {obj['action']} {obj['kind']} {where}")
+        action = f"would {obj['action']}" if planned else obj["action"]
+        lines.append(f"  {action} {obj['kind']} {where}")
         if obj["action"] == "update":
             lines.extend(f"      {field}" for field in obj.get("fields") or [])
     if not changing:

@@ -8,10 +8,12 @@ cached: a GET is the API server's answer. Creates, updates, applies and patches 
 marks on the way (``rewrite``), and objects coming back with those marks are reported to the
 dependent watches, so the kinds a run writes, or reads back already owned, get watched.
 
-A run registered with a ``PlanLog`` is planned, not applied: each of its writes goes to the API
-server as a dry run (``dryRun=All``, whatever the request asked) and is recorded with the object
-before it, and what cannot be dry-run (exec, attach, port-forward, a write outside the resource
-paths) is refused with 403. Nothing a planned run sends can change the cluster through here.
+A run registered with a ``WriteLog`` has its writes recorded there, each with the object before
+it (the run's own last read of it) and the API server's answer, for its record. A planned run's
+log (``dry_run``) makes each write a dry run (``dryRun=All``, whatever the request asked), its
+"before" read by the proxy when the run did not read it, and refuses what cannot be dry-run
+(exec, attach, port-forward, a write outside the resource paths) with 403: nothing a planned run
+sends can change the cluster through here.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import logging
 import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import aiohttp
@@ -33,9 +35,9 @@ from yarl import URL
 from ansible_operator.core import (
     Mode,
     Owner,
-    PlanLog,
     Watch,
     Write,
+    WriteLog,
     injection_mode,
     is_owner_itself,
 )
@@ -57,7 +59,8 @@ log = logging.getLogger("proxy")
 INJECTION_OFF_WARNING = "Warning: injection of owner references and dependent watches is turned off"
 _SET_HERE = ("host", "authorization", "content-length", "expect")  # by aiohttp or by us
 _WRITES = frozenset({"create", "update", "patch"})
-_PLANNED = _WRITES | {"delete", "deletecollection"}  # dry-run and recorded in a planned run
+_RECORDED = _WRITES | {"delete", "deletecollection"}  # in the run's WriteLog (dry runs, planned)
+SEEN_PER_RUN = 64  # objects a run read, kept as the "before" of its writes
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _READS = frozenset({"get", "list"})
 MAX_BODY = 32 * 1024 * 1024  # the API server takes 3 MiB objects; this leaves room
@@ -78,7 +81,22 @@ class ProxyStartError(Exception):
 class Run:
     owner: Owner
     watch: Watch
-    planned: PlanLog | None = None  # set: every write a dry run, recorded here
+    writes: WriteLog | None = None  # where its writes are recorded (dry runs, if it says so)
+    # The objects it last read, by path, raw: the "before" of a write that follows.
+    seen: dict[str, bytes] = field(default_factory=dict)
+
+    def saw(self, path: str, raw: bytes) -> None:
+        self.seen.pop(path, None)
+        if len(self.seen) >= SEEN_PER_RUN:
+            del self.seen[next(iter(self.seen))]  # the oldest
+        self.seen[path] = raw
+
+    def before(self, path: str) -> Any:
+        raw = self.seen.get(path)
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            return None
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:
@@ -121,12 +139,12 @@ class Proxy:
     # -- runs -------------------------------------------------------------------------------------
 
     def register(
-        self, owner: Mapping[str, Any], watch: Watch, *, planned: PlanLog | None = None
+        self, owner: Mapping[str, Any], watch: Watch, *, writes: WriteLog | None = None
     ) -> str:
         """A token for one run acting for ``owner``; valid until ``unregister``. With
-        ``planned``, the run's writes are dry runs recorded there."""
+        ``writes``, the run's writes are recorded there (made dry runs when it says so)."""
         token = secrets.token_urlsafe(32)
-        self._runs[token] = Run(Owner.from_object(owner), watch, planned)
+        self._runs[token] = Run(Owner.from_object(owner), watch, writes)
         return token
 
     def unregister(self, token: str) -> None:
@@ -179,8 +197,8 @@ class Proxy:
         if run is None:
             return _status(401, "Unauthorized", "Unauthorized")
         try:
-            if run.planned is not None and not _plannable(request):
-                run.planned.refused += 1
+            if run.writes is not None and run.writes.dry_run and not _plannable(request):
+                run.writes.refused += 1
                 return _status(
                     403,
                     "Forbidden",
@@ -242,14 +260,20 @@ class Proxy:
             log.debug("Skipping cache lookup", extra={"path": request.path})
 
         url = URL(str(self._upstream).rstrip("/") + request.raw_path, encoded=True)
-        planned = run.planned is not None and info.verb in _PLANNED
+        writes = run.writes
+        recorded = writes is not None and info.is_resource and info.verb in _RECORDED
+        dry_run = recorded and writes is not None and writes.dry_run
+        where = _object_path(info) if info.is_resource and info.name else ""
+        remember = writes is not None and info.verb == "get" and bool(where)
         before = None
-        if planned:
+        if recorded and where:
+            before = run.before(where)
+            if before is None and dry_run:
+                before = await self._current_at(where)
+        if dry_run:
             url = url.update_query(dryRun="All")
-            if info.name:
-                before = await self._before(info)
         inspect = (
-            run.planned is None
+            not dry_run
             and self.dependents is not None
             and run.watch.watch_dependent_resources
             and direct
@@ -269,10 +293,10 @@ class Proxy:
                 "Transfer-Encoding"
             ):
                 response.content_length = upstream.content_length
-            inspect = (
-                inspect and upstream.status < 300 and not upstream.headers.get("Content-Encoding")
-            )
-            kept: bytearray | None = bytearray() if inspect or planned else None
+            readable = not upstream.headers.get("Content-Encoding")
+            inspect = inspect and upstream.status < 300 and readable
+            keep = inspect or (readable and (recorded or remember))
+            kept: bytearray | None = bytearray() if keep else None
             await response.prepare(request)
             async for chunk in upstream.content.iter_any():
                 await response.write(chunk)
@@ -290,27 +314,16 @@ class Proxy:
                 "seconds": round(time.monotonic() - started, 4),
             },
         )
-        if planned:
-            assert run.planned is not None
-            run.planned.dry_run += 1
-            run.planned.add(_write(info, before, upstream.status, kept))
-        elif kept:
+        if remember and kept is not None and upstream.status < 300:
+            run.saw(where, bytes(kept))
+        if recorded and writes is not None:
+            writes.add(_write(info, before, upstream.status, kept))
+        if inspect and kept:
             self._inspect(run, info, served.info if served else None, bytes(kept))
         return response
 
-    async def _before(self, info: requestinfo.RequestInfo) -> Any:
-        """The object a planned write names, as it is now; None when it does not exist."""
-        path = "/".join(
-            part
-            for part in (
-                "/api" if not info.group else f"/apis/{info.group}",
-                info.version,
-                f"namespaces/{info.namespace}" if info.in_namespace_path else "",
-                info.resource,
-                info.name,
-            )
-            if part
-        )
+    async def _current_at(self, path: str) -> Any:
+        """The object at ``path`` as it is now; None when it does not exist."""
         try:
             return await self._client.get(path)
         except (ApiError, Unreachable):
@@ -405,11 +418,26 @@ def _plannable(request: web.BaseRequest) -> bool:
     if request.method in _SAFE_METHODS:
         return True
     info = requestinfo.parse(request.method, request.path, request.query)
-    return info.is_resource and info.verb in _PLANNED
+    return info.is_resource and info.verb in _RECORDED
+
+
+def _object_path(info: requestinfo.RequestInfo) -> str:
+    """The API path of the object a request names, without its subresource."""
+    return "/".join(
+        part
+        for part in (
+            "/api" if not info.group else f"/apis/{info.group}",
+            info.version,
+            f"namespaces/{info.namespace}" if info.in_namespace_path else "",
+            info.resource,
+            info.name,
+        )
+        if part
+    )
 
 
 def _write(info: requestinfo.RequestInfo, before: Any, code: int, raw: bytearray | None) -> Write:
-    """A planned write as the plan reads it: the object before, the dry run's answer after."""
+    """A write as its record reads it: the object before, the API server's answer after."""
     try:
         answer = json.loads(bytes(raw)) if raw else None
     except ValueError:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ansible_operator.core import GVK, PlanLog, triggers
+from ansible_operator.core import GVK, WriteLog, triggers
 from ansible_operator.runner import (
     EventLogger,
     LogEventsMode,
@@ -47,7 +47,7 @@ class Run:
     trigger: triggers.Trigger
     finalizing: bool
     log_verbosity: int  # of its event log lines (the CR's annotation, capped, else the setting)
-    planned: PlanLog | None = None  # a planned run's writes and changed tasks, as they come
+    writes: WriteLog = field(default_factory=WriteLog)  # its writes (dry runs, if planned)
     timeline: Timeline = field(default_factory=Timeline)  # its tasks, fed by the session
     trace_id: str | None = None  # set by the tracing observer, for the run's record
 
@@ -222,7 +222,7 @@ class _RecordedRun(_Listener):
             ansible=run.ansible,
             timeline=run.timeline,
             trace_id=run.trace_id,
-            planned=run.planned,
+            writes=run.writes,
         )
 
     def finished(self, end: RunEnd) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.core import GVK, PlanLog, cap, objects, plan, triggers
+from ansible_operator.core import GVK, WriteLog, cap, objects, triggers
 from ansible_operator.runner import RunResult, Timeline, strip_ansi, without_lines
 
 log = logging.getLogger("runs")
@@ -72,7 +72,7 @@ class RunRecord:
     )
     trace_id: str | None = None
     output: str = ""
-    planned: PlanLog | None = None  # a planned run (a CR held for review): what it would change
+    writes: WriteLog | None = None  # what it wrote, or as a planned run would have written
 
     def summary(self) -> Summary:
         duration = (self.ended - self.started).total_seconds() if self.ended else None
@@ -95,7 +95,7 @@ class RunRecord:
             "message": self.message,
             "counts": dict(self.counts),
             "traceId": self.trace_id,
-            "planned": self.planned is not None,
+            "planned": self.writes is not None and self.writes.dry_run,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -104,14 +104,7 @@ class RunRecord:
             "tasks": [task.to_json() for task in self.timeline.tasks],
             "tasksDropped": self.timeline.dropped,
             "output": self.output,
-            **({"plan": self._plan()} if self.planned is not None else {}),
-        }
-
-    def _plan(self) -> dict[str, Any]:
-        assert self.planned is not None
-        return {
-            "objects": [change.to_json() for change in plan.object_changes(self.planned.writes)],
-            "writes": {"dryRun": self.planned.dry_run, "refused": self.planned.refused},
+            **({"writes": self.writes.to_json()} if self.writes is not None else {}),
         }
 
 
@@ -173,7 +166,7 @@ class RunHistory:
         ansible: str,
         timeline: Timeline,
         trace_id: str | None = None,
-        planned: PlanLog | None = None,
+        writes: WriteLog | None = None,
     ) -> RunRecord:
         meta = objects.metadata(obj)
         generation = meta.get("generation")
@@ -192,7 +185,7 @@ class RunHistory:
             started=self.clock(),
             timeline=timeline,
             trace_id=trace_id,
-            planned=planned,
+            writes=writes,
         )
         self._live[ident] = record
         self._write(record)

@@ -7,9 +7,10 @@ assembled here from the watch, the flags and the CR's annotations; its observers
 metrics, record and span: ``run_observers``) are told of it as it goes. The CR's input directory
 lives until the CR is gone.
 
-A planned run (``planned``: ``ansible-operator plan``, a CR held for review) is the same run in
-Ansible's check and diff modes, its proxy token one whose writes are dry runs recorded in the
-``PlanLog`` (``proxy``), so a task that ignores check mode still cannot write.
+Every run's writes are recorded (``WriteLog``, by the proxy) for its record. A planned run
+(``plan``: ``ansible-operator plan``, a CR held for review) is the same run in Ansible's check
+and diff modes, its log one whose writes the proxy makes dry runs, so a task that ignores check
+mode still cannot write.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ from ansible_operator.core import (
     PLAN_ANSIBLE_ARGS,
     VERBOSITY_ANNOTATION,
     CRPlan,
-    PlanLog,
     SpecError,
     TaskChange,
     Watch,
+    WriteLog,
     build_extra_vars,
     cr_plan,
     log_verbosity,
@@ -62,7 +63,7 @@ class RunProxy(Protocol):
     port: int
 
     def register(
-        self, owner: Mapping[str, Any], watch: Watch, *, planned: PlanLog | None = None
+        self, owner: Mapping[str, Any], watch: Watch, *, writes: WriteLog | None = None
     ) -> str: ...
 
     def unregister(self, token: str) -> None: ...
@@ -92,11 +93,13 @@ class RunSession:
         self._cap_said = False
 
     async def run(
-        self, obj: dict[str, Any], *, finalizing: bool, planned: PlanLog | None = None
+        self, obj: dict[str, Any], *, finalizing: bool, writes: WriteLog | None = None
     ) -> RunResult:
         """Run Ansible for ``obj``; RunnerError when the run could not start, SpecError when the
         CR cannot be its variables (`core.extravars`: checked again here, and the document's size
-        as it is written). With ``planned``, a planned run whose writes are recorded there."""
+        as it is written). Its writes are recorded in ``writes`` (a new log when not given): a
+        planned run when that log says ``dry_run``."""
+        writes = WriteLog() if writes is None else writes
         meta = obj["metadata"]
         namespace, name = meta.get("namespace") or "", meta["name"]
         annotations = meta.get("annotations") or {}
@@ -122,9 +125,9 @@ class RunSession:
         ident = new_ident()
         fd, kubeconfig_path = tempfile.mkstemp(prefix="kubeconfig-")
         os.close(fd)
-        token = self.proxy.register(obj, self.watch, planned=planned)
+        token = self.proxy.register(obj, self.watch, writes=writes)
         ansible_args = self.settings.ansible.ansible_args
-        if planned is not None:
+        if writes.dry_run:
             ansible_args = f"{strip_ansible_args(ansible_args)} {PLAN_ANSIBLE_ARGS}".strip()
         try:
             kubeconfig.write(
@@ -152,7 +155,7 @@ class RunSession:
                 ansible=playbook or role or "",
                 trigger=TRIGGER.get(),
                 finalizing=finalizing,
-                planned=planned,
+                writes=writes,
                 log_verbosity=min(
                     log_verbosity(annotations, self.settings.environ.get("ANSIBLE_VERBOSITY")),
                     run_verbosity if annotated else MAX_VERBOSITY,
@@ -167,9 +170,9 @@ class RunSession:
     async def plan(self, obj: dict[str, Any], *, finalizing: bool) -> CRPlan:
         """What a run for ``obj`` would change, from a planned run of it; a run that could not
         start or whose CR cannot be its variables is a plan that would fail."""
-        log = PlanLog()
+        log = WriteLog(dry_run=True)
         try:
-            result = await self.run(obj, finalizing=finalizing, planned=log)
+            result = await self.run(obj, finalizing=finalizing, writes=log)
         except (RunnerError, SpecError) as err:
             return cr_plan(obj, log, failed=str(err))
         if result.ok:
@@ -207,8 +210,8 @@ class RunSession:
             outcome, error = "Failed", str(err)
             raise
         finally:
-            if run.planned is not None:  # before the observers hear the end: the record keeps it
-                run.planned.tasks = [
+            if run.writes.dry_run:  # before the observers hear the end: the record keeps it
+                run.writes.tasks = [
                     TaskChange(task.name, task.role, task.status)
                     for task in run.timeline.tasks
                     if task.status in ("changed", "failed")
