@@ -1,11 +1,12 @@
 """What the API proxy costs a request, and what dependent watches keep in memory.
 
-Latency: the same requests sent straight to the API server with the operator's credentials and
-through the proxy with a run token, interleaved round by round so that machine noise hits both
-alike: a GET of one ConfigMap, and a create of a ConfigMap (through the proxy it also gets its
-ownerReference and is reported to the dependent watches). Memory: what the dependent-watch
-state holds per owned object (a digest and owner keys), against keeping the objects themselves
-as an informer cache would, and what one more watched kind costs.
+Latency: the same requests sent straight to the API server with the operator's credentials,
+through the proxy with a run token, and through the proxy with a run token whose writes are
+recorded for its run record (as every run's are: `core.plan.WriteLog`), interleaved round by
+round so that machine noise hits all alike: a GET of one ConfigMap, and a create of a ConfigMap
+(through the proxy it also gets its ownerReference and is reported to the dependent watches).
+Memory: what the dependent-watch state holds per owned object (a digest and owner keys), against
+keeping the objects themselves as an informer cache would, and what one more watched kind costs.
 
     KUBECONFIG=/tmp/dev/admin.kubeconfig .venv/bin/python bench/proxy_overhead.py [--rounds 5]
 """
@@ -23,9 +24,9 @@ from typing import Any
 
 import aiohttp
 
-from ansible_operator.core.watches import GVK, Watch
-from ansible_operator.kube.client import KubeClient, ResourceInfo, auth_headers, ssl_context
-from ansible_operator.kube.config import load
+from ansible_operator.core import GVK, Watch, WriteLog
+from ansible_operator.kube import KubeClient, ResourceInfo, auth_headers
+from ansible_operator.kube import load_credentials as load
 from ansible_operator.proxy import Proxy
 from ansible_operator.runtime.dependents import DependentWatches, apply_event, event_owners
 from ansible_operator.runtime.dependents import Subscription as Sub
@@ -51,6 +52,7 @@ async def latency(rounds: int, per_round: int) -> None:
         "metadata": {"name": "b", "namespace": namespace, "uid": str(uuid.uuid4())},
     }
     token = proxy.register(owner, Watch(OWNER_GVK))
+    recorded_token = proxy.register(owner, Watch(OWNER_GVK), writes=WriteLog())
     base = f"/api/v1/namespaces/{namespace}/configmaps"
     await client.request("POST", base, body={"metadata": {"name": "read-me"}, "data": {"a": "b"}})
     direct = (creds.server, {**auth_headers(creds), "Content-Type": "application/json"})
@@ -58,8 +60,12 @@ async def latency(rounds: int, per_round: int) -> None:
         f"http://127.0.0.1:{proxy.port}",
         {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
     )
+    recorded = (
+        f"http://127.0.0.1:{proxy.port}",
+        {"Authorization": f"Bearer {recorded_token}", "Content-Type": "application/json"},
+    )
     samples: dict[str, list[float]] = {}
-    connector = aiohttp.TCPConnector(ssl=ssl_context(creds))
+    connector = aiohttp.TCPConnector(ssl=creds.tls)
     async with aiohttp.ClientSession(connector=connector) as session:
 
         async def timed(case: str, method: str, url: str, headers: dict, body: Any = None) -> None:
@@ -70,7 +76,11 @@ async def latency(rounds: int, per_round: int) -> None:
             samples.setdefault(case, []).append(time.perf_counter() - started)
 
         for round_ in range(rounds + 1):  # round 0 warms up connections and discovery
-            for (server, headers), how in ((direct, "direct"), (proxied, "proxy")):
+            for (server, headers), how in (
+                (direct, "direct"),
+                (proxied, "proxy"),
+                (recorded, "recorded"),
+            ):
                 for i in range(per_round):
                     await timed(f"GET  {how}", "GET", f"{server}{base}/read-me", headers)
                     name = f"{how}-{round_}-{i}"
@@ -95,6 +105,10 @@ async def latency(rounds: int, per_round: int) -> None:
             samples[f"{verb} direct"]
         )
         print(f"proxy overhead {verb.strip()}: {extra * 1e3:+.2f} ms per request (median)")
+        record = statistics.median(samples[f"{verb} recorded"]) - statistics.median(
+            samples[f"{verb} proxy"]
+        )
+        print(f"recording writes {verb.strip()}: {record * 1e3:+.2f} ms per request (median)")
 
 
 def deployment(i: int) -> dict:
