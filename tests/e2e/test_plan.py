@@ -128,7 +128,7 @@ def test_plan_reports_what_would_change_and_writes_nothing(
         ("Deployment", "p2-server"): "create",
         ("ConfigMap", "p2-sneaky"): "create",
     }
-    assert fresh["writes"] == {"dryRun": 3, "refused": 0}
+    assert fresh["writes"] == {"dryRun": 3, "refused": 1}  # POST /version: no dry run for it
     assert versions(core, apps, namespace, ["p2-settings", "p2-server", "p2-sneaky"]) == {}
 
     # Errors: one line, exit 1.

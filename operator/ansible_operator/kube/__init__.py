@@ -4,7 +4,7 @@ Other layers use the names below; `kubeconfig` (what a run is given) and `portfo
 port-forward to a Pod) are namespaces.
 """
 
-from ansible_operator.kube import kubeconfig, portforward
+from ansible_operator.kube import jsontext, kubeconfig, portforward
 from ansible_operator.kube.api import Api
 from ansible_operator.kube.client import (
     ApiError,
@@ -42,6 +42,7 @@ __all__ = [
     "UntrustedServer",
     "auth_headers",
     "from_kubeconfig",
+    "jsontext",
     "kubeconfig",
     "list_pages",
     "load_credentials",

@@ -19,7 +19,6 @@ sends can change the cluster through here.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets
 import time
@@ -50,6 +49,7 @@ from ansible_operator.kube import (
     ServedResource,
     Unreachable,
     auth_headers,
+    jsontext,
 )
 from ansible_operator.proxy import requestinfo, rewrite, tunnel
 from ansible_operator.proxy.headers import end_to_end
@@ -94,7 +94,7 @@ class Run:
     def before(self, path: str) -> Any:
         raw = self.seen.get(path)
         try:
-            return json.loads(raw) if raw else None
+            return jsontext.loads(raw) if raw else None
         except ValueError:
             return None
 
@@ -264,12 +264,21 @@ class Proxy:
         recorded = writes is not None and info.is_resource and info.verb in _RECORDED
         dry_run = recorded and writes is not None and writes.dry_run
         where = _object_path(info) if info.is_resource and info.name else ""
-        remember = writes is not None and info.verb == "get" and bool(where)
+        remember = (
+            writes is not None
+            and info.verb == "get"
+            and bool(where)
+            and info.subresource in ("", "status")  # the object itself, not its log or scale
+        )
+        if recorded and served is None:
+            served = await self._served(info)
+        if served is not None and served.is_virtual:
+            recorded = False  # a review (SelfSubjectAccessReview, TokenReview): nothing stored
         before = None
         if recorded and where:
             before = run.before(where)
             if before is None and dry_run:
-                before = await self._current_at(where)
+                before = await self._current(where)
         if dry_run:
             url = url.update_query(dryRun="All")
         inspect = (
@@ -322,8 +331,9 @@ class Proxy:
             self._inspect(run, info, served.info if served else None, bytes(kept))
         return response
 
-    async def _current_at(self, path: str) -> Any:
-        """The object at ``path`` as it is now; None when it does not exist."""
+    async def _current(self, path: str) -> Any:
+        """The object at ``path`` as it is now; None when it cannot be read (the write itself
+        will meet the same problem, and report it)."""
         try:
             return await self._client.get(path)
         except (ApiError, Unreachable):
@@ -354,7 +364,7 @@ class Proxy:
         )
         current = None
         if rewrite.needs_current(body, kind, mode) and info.name:
-            current = await self._current(resource, namespace, info.name)
+            current = await self._current(resource.path(namespace or None, info.name))
             if current is None or is_owner_itself(current, owner):
                 return body
         new = rewrite.rewrite(body, kind, owner, mode, current=current)
@@ -372,12 +382,6 @@ class Proxy:
         )
         return new
 
-    async def _current(self, resource: ResourceInfo, namespace: str, name: str) -> Any:
-        try:
-            return await self._client.get(resource.path(namespace or None, name))
-        except (ApiError, Unreachable):
-            return None  # the write itself will meet the same problem, and report it
-
     def _inspect(
         self,
         run: Run,
@@ -388,7 +392,7 @@ class Proxy:
         """Report the objects in a response to the dependent watches."""
         assert self.dependents is not None
         try:
-            data = json.loads(raw)
+            data = jsontext.loads(raw)
         except ValueError:
             return
         if not isinstance(data, dict) or data.get("apiVersion") != info.api_version:
@@ -439,7 +443,7 @@ def _object_path(info: requestinfo.RequestInfo) -> str:
 def _write(info: requestinfo.RequestInfo, before: Any, code: int, raw: bytearray | None) -> Write:
     """A write as its record reads it: the object before, the API server's answer after."""
     try:
-        answer = json.loads(bytes(raw)) if raw else None
+        answer = jsontext.loads(bytes(raw)) if raw else None
     except ValueError:
         answer = None
     answer = answer if isinstance(answer, dict) else None
