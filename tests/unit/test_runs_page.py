@@ -448,3 +448,31 @@ def test_runs_ui_serves_until_interrupted(fakes):
         if ui.poll() is None:
             ui.kill()
             ui.wait(30)
+
+
+@pytest.mark.parametrize("planned", [False, True])
+def test_the_page_lists_the_objects_a_run_changed(monkeypatch, planned):
+    changed = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "<web>",
+        "action": "update", "fields": ["spec.replicas", "spec.template"], "changes": [],
+    }  # fmt: skip
+    same = {**changed, "name": "same", "action": "none", "fields": []}
+    record = {**FAILED_RECORD, "planned": planned, "writes": {"objects": [changed, same]}}
+    monkeypatch.setattr(History, "record", lambda *args: record)
+    status, html = page(
+        kind=f"{API_VERSION}/Memcached", namespace="default", name="web", run="run-2"
+    )
+    assert status == 200
+    rows = re.findall(r'<tr class="change">(.*?)</tr>', html)
+    action = "would update" if planned else "update"
+    assert rows == [
+        f"<td>{action}</td><td>Deployment default/&lt;web&gt;</td>"
+        "<td>spec.replicas, spec.template</td>"
+    ]
+    heading = "Planned: nothing written, every write a dry run" if planned else "Changed"
+    assert f"<h3>{heading}</h3>" in html
+
+
+def test_a_run_without_writes_shows_no_changes():
+    html = page(kind=f"{API_VERSION}/Memcached", namespace="default", name="web", run="run-2")[1]
+    assert '<table class="changes">' not in html
