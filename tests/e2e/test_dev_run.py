@@ -80,9 +80,11 @@ class DevRun:
 def test_dev_run_reconciles_every_sample_and_stops_cleanly(cluster, namespace, tmp_path):
     count = len(samples())  # one per file config/samples lists
     log = tmp_path / "dev-run.log"
-    first = DevRun(cluster.kubeconfig, namespace, log)
+    kubectl(cluster.kubeconfig, "delete", "namespace", namespace, "--wait=true")
+    first = DevRun(cluster.kubeconfig, namespace, log)  # its namespace made again
     try:
         first.wait_for(rf"^export KUBECONFIG={re.escape(str(cluster.kubeconfig))}$")
+        assert f"namespace/{namespace} created" in first.lines
         ready = first.wait_for(READY.pattern)
         operator_pid = int(ready.group(1))
         first.wait_for(r"^==== every sample is Ready, \d+ s after the operator started ====$")

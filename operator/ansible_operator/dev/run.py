@@ -2,10 +2,10 @@
 
 The cluster operator-sdk's ``make run`` would use (``--kubeconfig``, ``KUBECONFIG``, the current
 context of ``~/.kube/config``), else the local one, started or reused (``--local``: always it),
-said first; the CRDs and the sample CRs applied, then the operator in the foreground with
-console logs until Ctrl-C or SIGTERM, which stop it with its whole process group. Meanwhile
-the samples are watched through the API and a banner says when every one is ``Successful``;
-nothing outlives the command.
+said first; the CRDs and the sample CRs applied (their namespace created if it is not there),
+then the operator in the foreground with console logs until Ctrl-C or SIGTERM, which stop it
+with its whole process group. Meanwhile the samples are watched through the API and a banner
+says when every one is ``Successful``; nothing outlives the command.
 """
 
 from __future__ import annotations
@@ -82,6 +82,8 @@ async def _run(
         _say(kubectl("apply", "-k", str(project_dir / "config/crd")).rstrip())
         await project.wait_established(client, crds, ESTABLISHED_TIMEOUT)
         samples = project.objects_of(kubectl("kustomize", str(project_dir / "config/samples")))
+        if await _made_namespace(client, namespace):
+            _say(f"namespace/{namespace} created")
         _say()
         _say(f"export KUBECONFIG={kubeconfig}")
         _say(f"Starting the operator (watches.yaml, namespace {namespace}); Ctrl-C stops it.")
@@ -104,6 +106,18 @@ async def _run(
         return await _supervise(config, client, apply_samples, samples, namespace)
     finally:
         await client.close()
+
+
+async def _made_namespace(client: KubeClient, namespace: str) -> bool:
+    """Create the samples' namespace unless it exists; whether it was created."""
+    try:
+        await client.get(f"/api/v1/namespaces/{namespace}")
+        return False
+    except ApiError as err:
+        if err.status != 404:
+            raise
+    await client.request("POST", "/api/v1/namespaces", body={"metadata": {"name": namespace}})
+    return True
 
 
 async def _supervise(
