@@ -11,7 +11,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from ansible_operator.kube.client import Unreachable
-from ansible_operator.runtime.metrics_auth import (
+from ansible_operator.kube.reviews import (
     ALLOWED_TTL,
     AUTHENTICATION_TTL,
     DENIED_TTL,
@@ -154,7 +154,7 @@ def test_an_api_server_that_cannot_answer_is_500_and_not_cached():
 
 
 def test_the_cache_forgets_expired_answers_first_when_full(monkeypatch):
-    monkeypatch.setattr("ansible_operator.runtime.metrics_auth.CACHE_SIZE", 3)
+    monkeypatch.setattr("ansible_operator.kube.reviews.CACHE_SIZE", 3)
     clock = Clock()
     cache: TTLCache[str, int] = TTLCache(clock=clock)
     cache.put("short", 1, 10)

@@ -115,14 +115,14 @@ METRICS_AUTH_RUNTIME = [
         "authentication.k8s.io",
         "tokenreviews",
         "create",
-        "runtime/metrics_auth.py",
+        "kube/reviews.py",
         '"/apis/authentication.k8s.io/v1/tokenreviews"',
     ),
     Need(
         "authorization.k8s.io",
         "subjectaccessreviews",
         "create",
-        "runtime/metrics_auth.py",
+        "kube/reviews.py",
         '"/apis/authorization.k8s.io/v1/subjectaccessreviews"',
     ),
 ]

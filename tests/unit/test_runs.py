@@ -21,10 +21,10 @@ from ansible_operator.dev import runs
 from ansible_operator.runner import Timeline
 from ansible_operator.runner.events import summarize
 from ansible_operator.runner.types import RunResult
-from ansible_operator.runtime import runs_api
+from ansible_operator.runs import api as runs_api
+from ansible_operator.runs.history import RunHistory
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.reconcile import TRIGGER, Key, ReconcileError, Result
-from ansible_operator.runtime.runs import RunHistory
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ansible_operator.runtime.runs_access import EVERYTHING, ReadableHistory
+from ansible_operator.runs.access import EVERYTHING, ReadableHistory
 
 API_VERSION, KIND = "cache.example.com/v1alpha1", "Memcached"
 

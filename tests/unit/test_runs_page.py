@@ -21,8 +21,8 @@ import aiohttp
 import pytest
 
 from ansible_operator.dev import runs_client, runs_ui
-from ansible_operator.runtime import runs_page
-from ansible_operator.runtime.runs_access import EVERYTHING, ReadableHistory
+from ansible_operator.runs import page as runs_page
+from ansible_operator.runs.access import EVERYTHING, ReadableHistory
 
 from . import test_runs_cli
 from .test_runs_cli import (
@@ -476,3 +476,13 @@ def test_the_page_lists_the_objects_a_run_changed(monkeypatch, planned):
 def test_a_run_without_writes_shows_no_changes():
     html = page(kind=f"{API_VERSION}/Memcached", namespace="default", name="web", run="run-2")[1]
     assert '<table class="changes">' not in html
+
+
+def test_runs_ui_serves_the_page_without_loading_the_operator():
+    """The run records are a layer below the runtime: `runs ui` imports none of it."""
+    code = (
+        "import sys; import ansible_operator.dev.runs_ui; "
+        "print(sorted(m for m in sys.modules if m.startswith('ansible_operator.runtime')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -25,6 +25,7 @@ from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.kube.client import ResourceInfo
 from ansible_operator.kube.discovery import Discovery
 from ansible_operator.runner import EventCallback, RunRequest, RunResult
+from ansible_operator.runs.history import RunHistory
 from ansible_operator.runtime import logs
 from ansible_operator.runtime.flags import RunSettings
 from ansible_operator.runtime.metrics import OperatorMetrics
@@ -36,7 +37,6 @@ from ansible_operator.runtime.run_observers import (
     RecordedRuns,
     TracedRuns,
 )
-from ansible_operator.runtime.runs import RunHistory
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.tracing import (
     EXPORTER_LOGGER,

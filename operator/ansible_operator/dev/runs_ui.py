@@ -25,7 +25,7 @@ from aiohttp import web
 
 from ansible_operator.dev import runs_client
 from ansible_operator.dev.runs_client import Kind, Reach, Replica, Resource, RunsError
-from ansible_operator.runtime import runs_page
+from ansible_operator.runs import page as runs_page
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

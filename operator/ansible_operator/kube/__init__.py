@@ -25,6 +25,7 @@ from ansible_operator.kube.config import (
 from ansible_operator.kube.config import load as load_credentials
 from ansible_operator.kube.discovery import Discovery, ServedResource
 from ansible_operator.kube.informer import Informer, Skipped
+from ansible_operator.kube.reviews import MetricsAuth, ReviewFailed, User
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",
@@ -35,11 +36,14 @@ __all__ = [
     "Discovery",
     "Informer",
     "KubeClient",
+    "MetricsAuth",
     "ResourceInfo",
+    "ReviewFailed",
     "ServedResource",
     "Skipped",
     "Unreachable",
     "UntrustedServer",
+    "User",
     "auth_headers",
     "from_kubeconfig",
     "jsontext",

@@ -2,14 +2,13 @@
 queues, the reconcile contract, the reconciler, status, Events, dependent watches, metrics and
 logs.
 
-Other layers use ``manager.main`` (the command), ``flag_names`` (for shell completion),
-``runs_page`` (the runs page, which ``ansible-operator runs ui`` serves from every replica), and
+Other layers use ``manager.main`` (the command), ``flag_names`` (for shell completion), and
 for ``ansible-operator plan`` what a run needs outside the operator: the settings
 (``build_run_settings``), the watches selected as ``run`` selects them (``select_watches``), a
 runner made ready (``start_ansible``) and a ``RunSession`` with its ``Observers``.
 """
 
-from ansible_operator.runtime import manager, runs_page
+from ansible_operator.runtime import manager
 from ansible_operator.runtime.conversion_webhook import WebhookError, select_watches
 from ansible_operator.runtime.flags import SettingsError, build_run_settings, flag_names
 from ansible_operator.runtime.parts import start_ansible
@@ -24,7 +23,6 @@ __all__ = [
     "build_run_settings",
     "flag_names",
     "manager",
-    "runs_page",
     "select_watches",
     "start_ansible",
 ]

@@ -293,7 +293,7 @@ class Reconcile:
 
 @dataclass(frozen=True)
 class Runs:
-    """The record of every run (runtime/runs.py), served under /runs on the metrics endpoint."""
+    """The record of every run (runs/history.py), served under /runs on the metrics endpoint."""
 
     run_history: int = _flag(
         20,

@@ -41,6 +41,7 @@ from ansible_operator.kube import (
     Discovery,
     Informer,
     KubeClient,
+    MetricsAuth,
     ResourceInfo,
     Skipped,
     load_credentials,
@@ -57,7 +58,10 @@ from ansible_operator.runner import (
     WarmRunner,
     versions,
 )
-from ansible_operator.runtime import logs, runs_access, runs_api, tracing
+from ansible_operator.runs import RunHistory
+from ansible_operator.runs import access as runs_access
+from ansible_operator.runs import api as runs_api
+from ansible_operator.runtime import logs, tracing
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.conversion_webhook import (
     ConversionWebhook,
@@ -84,7 +88,6 @@ from ansible_operator.runtime.metrics import (
     is_loopback,
     parse_bind_address,
 )
-from ansible_operator.runtime.metrics_auth import MetricsAuth
 from ansible_operator.runtime.metrics_tls import MetricsCertError, ServingTLS, serving_context
 from ansible_operator.runtime.parts import (
     AnsibleRuns,
@@ -114,7 +117,6 @@ from ansible_operator.runtime.runnables import (
     Served,
     always,
 )
-from ansible_operator.runtime.runs import RunHistory
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.shards import ShardedControllers, ShardKeeper
 from ansible_operator.runtime.shutdown import RunGate, handle_signals, on_stop_signal

@@ -8,7 +8,7 @@ endpoint serves these together with the user metrics that roles post; the probe 
 ``/healthz`` and ``/readyz`` as upstream's does. A bind address of ``0`` turns an endpoint off.
 With ``--metrics-secure`` the metrics endpoint speaks HTTPS (runtime/metrics_tls.py), and with
 ``--metrics-require-rbac`` each scrape passes the TokenReview/SubjectAccessReview filter
-(runtime/metrics_auth.py) first. ``/readyz`` answers what runtime/readiness.py decides.
+(kube/reviews.py) first. ``/readyz`` answers what runtime/readiness.py decides.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ansible_operator import __version__
+from ansible_operator.kube import MetricsAuth
 from ansible_operator.runner import AnsibleVersions
 from ansible_operator.runtime.framework_metrics import GO_DEFAULT_BUCKETS
-from ansible_operator.runtime.metrics_auth import MetricsAuth
 from ansible_operator.runtime.metrics_tls import RELOAD_INTERVAL, MetricsCertError, ServingTLS
 
 log = logging.getLogger("metrics")

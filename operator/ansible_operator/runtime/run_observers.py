@@ -27,9 +27,9 @@ from ansible_operator.runner import (
     log_debug_result,
     log_stats_stdout,
 )
+from ansible_operator.runs import RunHistory
 from ansible_operator.runtime.flags import Logging
 from ansible_operator.runtime.metrics import OperatorMetrics
-from ansible_operator.runtime.runs import RunHistory
 from ansible_operator.runtime.tracing import Tracing
 
 runner_log = logging.getLogger("runner")

@@ -32,13 +32,13 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from ansible_operator.core import timeline_layout
-from ansible_operator.runtime.runs import RunHistory
-from ansible_operator.runtime.runs_access import ReadableHistory, access_of
+from ansible_operator.runs.access import ReadableHistory, access_of
+from ansible_operator.runs.history import RunHistory
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Route = tuple[str, Handler]
 PATH = "/runs/ui"
-TEMPLATE = "runs_page.html.j2"
+TEMPLATE = "page.html.j2"
 
 # The picture's geometry, in SVG user units.
 LABEL_WIDTH = 320

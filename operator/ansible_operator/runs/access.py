@@ -16,9 +16,8 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from ansible_operator.kube import ApiError, Discovery, Unreachable
-from ansible_operator.runtime.metrics_auth import MetricsAuth, ReviewFailed, User
-from ansible_operator.runtime.runs import RunHistory, Summary
+from ansible_operator.kube import ApiError, Discovery, MetricsAuth, ReviewFailed, Unreachable, User
+from ansible_operator.runs.history import RunHistory, Summary
 
 log = logging.getLogger("metrics")
 

@@ -21,9 +21,9 @@ from typing import Any
 
 from aiohttp import web
 
-from ansible_operator.runtime import runs_page
-from ansible_operator.runtime.runs import RunHistory
-from ansible_operator.runtime.runs_access import ReadableHistory, access_of
+from ansible_operator.runs import page as runs_page
+from ansible_operator.runs.access import ReadableHistory, access_of
+from ansible_operator.runs.history import RunHistory
 
 Route = tuple[str, Callable[[web.Request], Awaitable[web.StreamResponse]]]
 NO_NAMESPACE = "_"
