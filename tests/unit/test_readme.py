@@ -11,8 +11,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
-MOVED = ["contributing", "deploying", "differences", "local-cluster", "performance", "projects",
-         "running"]  # fmt: skip
+MOVED = ["contributing", "deploying", "differences", "local-cluster", "performance", "plan",
+         "projects", "running"]  # fmt: skip
 
 
 def sections(text: str) -> list[str]:
