@@ -15,7 +15,7 @@ writes it, not the run); a Secret's values are never shown, only that they chang
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,7 +133,7 @@ class ObjectChange:
         return body
 
 
-def object_changes(writes: Iterable[Write]) -> list[ObjectChange]:
+def object_changes(writes: Sequence[Write]) -> list[ObjectChange]:
     """One change per object written, in the order first written."""
     firsts: dict[tuple[str, str, str, str], Write] = {}
     lasts: dict[tuple[str, str, str, str], Write] = {}

@@ -28,13 +28,11 @@ from typing import Any
 from ansible_operator.core import CRPlan, Watch, WatchesError, objects, plan
 from ansible_operator.kube import (
     ApiError,
-    ConfigError,
     Discovery,
     KubeClient,
     ResourceInfo,
     Unreachable,
     list_pages,
-    load_credentials,
 )
 from ansible_operator.proxy import Proxy, ProxyStartError
 from ansible_operator.runner import ColdRunner, RunnerError, WarmRunner
@@ -42,8 +40,10 @@ from ansible_operator.runtime import (
     Observers,
     RunSession,
     SettingsError,
+    StartupError,
     WebhookError,
     build_run_settings,
+    checked_credentials,
     select_watches,
     start_ansible,
 )
@@ -128,8 +128,8 @@ async def _plan(args: argparse.Namespace) -> list[CRPlan]:
         watches, _ = select_watches(
             load_watches(watches_file, environ=settings.ansible_environ(), cwd=watches_file.parent)
         )
-        creds = load_credentials(kubeconfig=settings.api.kubeconfig)
-    except (SettingsError, WatchesError, WebhookError, ConfigError) as err:
+        creds = checked_credentials(settings.api.kubeconfig)
+    except (SettingsError, WatchesError, WebhookError, StartupError) as err:
         raise PlanError(str(err)) from None
     kind, _, name = args.target.partition("/")
     namespace = "" if args.all_namespaces else args.namespace or creds.namespace or "default"

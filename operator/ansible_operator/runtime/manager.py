@@ -570,15 +570,7 @@ def prepare(argv: Sequence[str]) -> Inputs:
         webhook_at = webhook_address(settings.serving.webhook_bind_address, conversions)
     except WebhookError as err:
         raise StartupError(str(err)) from None
-    try:
-        creds = load_credentials(kubeconfig=settings.api.kubeconfig)
-        _ = creds.tls  # loaded here, once: a CA or client certificate that is not one is refused
-    except ConfigError as err:
-        raise StartupError(str(err)) from None
-    except (ssl.SSLError, OSError) as err:
-        raise StartupError(
-            f"the API server's CA or client certificate cannot be loaded: {err}"
-        ) from None
+    creds = checked_credentials(settings.api.kubeconfig)
     election = None
     if settings.election.leader_elect or settings.election.shards:
         flag = "--shards" if settings.election.shards else "--leader-elect"
@@ -610,6 +602,21 @@ def prepare(argv: Sequence[str]) -> Inputs:
         election=election,
         traced=traced,
     )
+
+
+def checked_credentials(kubeconfig: str) -> Credentials:
+    """The API server's credentials with their TLS context loaded, once: no credentials, or a CA
+    or client certificate that is not one, is refused here (StartupError, one line)."""
+    try:
+        creds = load_credentials(kubeconfig=kubeconfig)
+        _ = creds.tls
+    except ConfigError as err:
+        raise StartupError(str(err)) from None
+    except (ssl.SSLError, OSError) as err:
+        raise StartupError(
+            f"the API server's CA or client certificate cannot be loaded: {err}"
+        ) from None
+    return creds
 
 
 def _election(inputs: Inputs) -> ElectionConfig:
