@@ -6,6 +6,7 @@ import asyncio
 
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.runtime.controller import Controller
+from ansible_operator.runtime.handlers import ForObject
 from ansible_operator.runtime.reconcile import ReconcileError, Result, TerminalError
 
 WATCH = Watch(gvk=GVK("test.example.com", "v1", "Thing"), role="/roles/thing")
@@ -86,20 +87,21 @@ def test_a_terminal_error_is_not_retried_until_the_annotations_change():
 
     async def scenario():
         c = Controller(WATCH, reconcile, workers=1)
+        events = ForObject(c)
         key = ("ns", "a")
-        c.handle_event(None, obj(annotations={"period": "soon"}))
+        events("ADDED", obj(annotations={"period": "soon"}))
         for _ in range(2):  # a retryable failure, then a terminal one
             await c._process(await c.queue.get())
             c.queue.done(key)
         assert c.queue.scheduled(key) is None, "no retry after a terminal error"
         assert c._backoff.failures(key) == 0
-        c.handle_event("MODIFIED", obj(annotations={"period": "soon"}, labels={"x": "y"}))
+        events("MODIFIED", obj(annotations={"period": "soon"}, labels={"x": "y"}))
         assert len(c.queue) == 0, "other changes still follow the watch's predicates"
-        c.handle_event("MODIFIED", obj(annotations={"period": "5m"}))
+        events("MODIFIED", obj(annotations={"period": "5m"}))
         assert len(c.queue) == 1, "an annotation edit may fix the object: it runs again"
         await c._process(await c.queue.get())
         c.queue.done(key)
-        c.handle_event("MODIFIED", obj(annotations={"period": "6m"}))
+        events("MODIFIED", obj(annotations={"period": "6m"}))
         assert len(c.queue) == 0, "after a success, annotation edits are ignored again"
 
     asyncio.run(scenario())
@@ -111,14 +113,15 @@ def test_events_enqueue_on_create_and_spec_change_only():
 
     async def scenario():
         c = Controller(WATCH, reconcile, workers=1)
-        c.handle_event(None, obj())  # the initial listing
+        events = ForObject(c)
+        events("ADDED", obj())  # the initial listing
         assert len(c.queue) == 1
         await c.queue.get()
         c.queue.done(("ns", "a"))
-        c.handle_event("MODIFIED", obj(status={"phase": "x"}))
-        c.handle_event("MODIFIED", obj(labels={"a": "b"}))
+        events("MODIFIED", obj(status={"phase": "x"}))
+        events("MODIFIED", obj(labels={"a": "b"}))
         assert len(c.queue) == 0, "status and label changes do not reconcile"
-        c.handle_event("MODIFIED", obj(generation=2))
+        events("MODIFIED", obj(generation=2))
         assert len(c.queue) == 1
 
     asyncio.run(scenario())
@@ -133,10 +136,11 @@ def test_the_listing_puts_settled_objects_behind_new_and_unobserved_ones():
 
     async def scenario():
         c = Controller(WATCH, reconcile, workers=1, resync_rate=1000.0)
-        c.handle_event(None, obj("done", status=SETTLED))
-        c.handle_event(None, obj("changed", generation=2, status=SETTLED))
-        c.handle_event(None, obj("never-run"))
-        c.handle_event("ADDED", obj("created-now"))
+        events = ForObject(c)
+        events("ADDED", obj("done", status=SETTLED))
+        events("ADDED", obj("changed", generation=2, status=SETTLED))
+        events("ADDED", obj("never-run"))
+        events("ADDED", obj("created-now"))
         assert len(c.queue) == 4
         order = []
         for _ in range(4):
@@ -154,10 +158,11 @@ def test_a_settled_object_that_changes_while_it_waits_goes_first():
     async def scenario():
         # One resync per 1000 s: the first goes at once, a second would wait.
         c = Controller(WATCH, reconcile, workers=1, resync_rate=0.001)
-        c.handle_event(None, obj("a", status=SETTLED))
-        c.handle_event(None, obj("c", status=SETTLED))
-        c.handle_event(None, obj("b"))
-        c.handle_event("MODIFIED", obj("a", generation=2, status=SETTLED))
+        events = ForObject(c)
+        events("ADDED", obj("a", status=SETTLED))
+        events("ADDED", obj("c", status=SETTLED))
+        events("ADDED", obj("b"))
+        events("MODIFIED", obj("a", generation=2, status=SETTLED))
         order = []
         while (key := c.queue.try_get()) is not None:
             order.append(key[1])
@@ -173,9 +178,10 @@ def test_a_delete_event_drops_the_timer_and_reconciles_once_more():
 
     async def scenario():
         c = Controller(WATCH, reconcile, workers=1)
-        c.handle_event(None, obj())
+        events = ForObject(c)
+        events("ADDED", obj())
         c.queue.schedule(("ns", "a"), 100)
-        c.handle_event("DELETED", obj())
+        events("DELETED", obj())
         assert c.queue.scheduled(("ns", "a")) is None
         assert len(c.queue) == 1
 
@@ -210,9 +216,9 @@ def test_the_worker_count_bounds_concurrency():
 def test_drain_lets_a_running_reconcile_finish_and_takes_no_new_work():
     finished = []
 
-    async def reconcile(key):
+    async def reconcile(request):
         await asyncio.sleep(0.05)
-        finished.append(key)
+        finished.append(request.key)
         return Result()
 
     async def scenario():

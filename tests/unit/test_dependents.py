@@ -13,6 +13,7 @@ from ansible_operator.core.changes import fields_of
 from ansible_operator.core.ownership import PRIMARY_RESOURCE, PRIMARY_RESOURCE_TYPE
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.kube.client import ApiError, ResourceInfo
+from ansible_operator.kube.discovery import Discovery
 from ansible_operator.runtime.dependents import (
     Change,
     DependentWatches,
@@ -22,6 +23,7 @@ from ansible_operator.runtime.dependents import (
     apply_event,
     event_owners,
 )
+from ansible_operator.runtime.sources import Sources
 from tests.unit.fake_watch import FakeClient, ev, page
 
 MC = GVK("cache.example.com", "v1alpha1", "Memcached")
@@ -159,10 +161,11 @@ def run(scenario):
 
 
 def make(client, watches, namespaces=()):
-    deps = DependentWatches(client, watch_namespaces=namespaces, max_backoff=0.01)
+    sources = Sources(client, Discovery(client), namespaces=namespaces, max_backoff=0.01)
+    deps = DependentWatches(sources)
     enqueued: list[tuple[GVK, tuple[str, str]]] = []
     for watch in watches:
-        deps.add_owner(watch, lambda key, why, gvk=watch.gvk: enqueued.append((gvk, key)))
+        deps.add_owner(watch, lambda request, gvk=watch.gvk: enqueued.append((gvk, request.key)))
     return deps, enqueued
 
 

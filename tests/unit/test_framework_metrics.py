@@ -25,6 +25,7 @@ from ansible_operator.runtime.framework_metrics import (
     register_process,
     serve,
 )
+from ansible_operator.runtime.handlers import ForObject
 from ansible_operator.runtime.metrics import OperatorMetrics
 from ansible_operator.runtime.metrics_tls import (
     MetricsCertError,
@@ -134,9 +135,9 @@ def test_each_reconcile_is_counted_by_outcome_and_timed():
     busy: list[float | None] = []
     registry = CollectorRegistry()
 
-    async def reconcile(key):
+    async def reconcile(request):
         busy.append(value(registry, "controller_runtime_active_workers", controller=NAME))
-        outcome = outcomes[key[1]]
+        outcome = outcomes[request.key[1]]
         if isinstance(outcome, Exception):
             raise outcome
         return outcome
@@ -183,6 +184,7 @@ def test_a_cr_carries_its_creation_time_until_it_is_deleted():
 
     registry = CollectorRegistry()
     controller = Controller(WATCH, reconcile, workers=1, metrics=ControllerFamilies(registry))
+    events = ForObject(controller)
     labels = {
         "name": "a",
         "namespace": "ns",
@@ -190,9 +192,9 @@ def test_a_cr_carries_its_creation_time_until_it_is_deleted():
         "version": "v1alpha1",
         "kind": "Thing",
     }
-    controller.handle_event("ADDED", cr("a"))
+    events("ADDED", cr("a"))
     assert value(registry, "resource_created_at_seconds", **labels) == 1795728521
-    controller.handle_event("DELETED", cr("a"))
+    events("DELETED", cr("a"))
     assert value(registry, "resource_created_at_seconds", **labels) is None
 
 
@@ -208,9 +210,10 @@ def test_a_cr_of_a_shard_not_held_has_no_creation_time_here():
         owns=lambda uid: uid == "mine",
         metrics=ControllerFamilies(registry),
     )
+    events = ForObject(controller)
     theirs = cr("b")
     theirs["metadata"]["uid"] = "theirs"
-    controller.handle_event("ADDED", theirs)
+    events("ADDED", theirs)
     assert 'name="b"' not in generate_latest(registry).decode()
 
 

@@ -13,7 +13,6 @@ from prometheus_client import generate_latest
 from ansible_operator.core import changes, loops, triggers
 from ansible_operator.core.triggers import ObjectRef
 from ansible_operator.runtime.metrics import OperatorMetrics
-from ansible_operator.runtime.reconcile import TRIGGER
 from tests.unit.fake_runner import succeeded
 from tests.unit.test_reconciler import world
 
@@ -237,12 +236,8 @@ def test_the_reconciler_reports_a_loop_once_as_a_warning_event_a_log_line_and_th
     w = world(tmp_path, [succeeded()] * (loops.THRESHOLD + 2))
     metrics = OperatorMetrics()
     w.reconciler.metrics = metrics
-    token = TRIGGER.set(woken_by())
-    try:
-        for _ in range(loops.THRESHOLD + 2):
-            w.reconcile()
-    finally:
-        TRIGGER.reset(token)
+    for _ in range(loops.THRESHOLD + 2):
+        w.reconcile(why=woken_by())
 
     [(type_, reason, message)] = w.events()
     assert (type_, reason) == ("Warning", "DependentLoop")

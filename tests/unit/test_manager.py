@@ -23,6 +23,7 @@ from ansible_operator.runtime import user_metrics
 from ansible_operator.runtime.controller import Controller
 from ansible_operator.runtime.flags import build_run_settings
 from ansible_operator.runtime.manager import Inputs, Operator, StartupError, prepare
+from ansible_operator.runtime.reconcile import Request
 from tests.unit.fake_api import FakeApi
 from tests.unit.fake_runner import ScriptedRunner, succeeded
 
@@ -95,7 +96,7 @@ def test_a_dependent_change_before_the_first_list_reconciles_its_owner() -> None
     op = make_operator(api, runner)
     thing = op.controllers[0]
 
-    op.dependents.owners[THING.gvk].enqueue(("ns", "a"))
+    op.dependents.owners[THING.gvk].enqueue(Request(("ns", "a")))
     assert len(thing.queue) == 1
     asyncio.run(process_one(thing))
 
@@ -115,7 +116,7 @@ def test_runs_get_the_user_metrics_url_while_the_server_listens(
     async def scenario() -> str:
         await op.user_metrics_server.start()
         try:
-            op.controllers[0].enqueue(("ns", "a"))
+            op.controllers[0].enqueue(Request(("ns", "a")))
             await process_one(op.controllers[0])
             return op.user_metrics_server.url
         finally:

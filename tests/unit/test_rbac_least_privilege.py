@@ -79,13 +79,13 @@ PER_FINALIZER = [
 ]
 # ... on each kind a role writes (not blacklisted): the dependent watches list and watch it.
 PER_DEPENDENT = [
-    Need("", "{}", "list", "runtime/dependents.py", "return Informer("),
-    Need("", "{}", "watch", "runtime/dependents.py", "return Informer("),
+    Need("", "{}", "list", "runtime/dependents.py", "return self._sources.kind(kind.gvk"),
+    Need("", "{}", "watch", "runtime/dependents.py", "return self._sources.kind(kind.gvk"),
 ]
 # ... on each kind a watch's relatedResources name: their informers list and watch it.
 PER_RELATED = [
-    Need("", "{}", "list", "runtime/related.py", "informer = Informer("),
-    Need("", "{}", "watch", "runtime/related.py", "informer = Informer("),
+    Need("", "{}", "list", "runtime/related.py", "informer = self._sources.kind("),
+    Need("", "{}", "watch", "runtime/related.py", "informer = self._sources.kind("),
 ]
 MANAGER_RUNTIME = [
     # the conversion webhook: the CRDs it converts for, and their client configuration

@@ -16,12 +16,14 @@ from typing import Any
 import pytest
 import yaml
 
+from ansible_operator.core import triggers
 from ansible_operator.core.extravars import MAX_SPEC_DEPTH, SpecError, UnsafeText
 from ansible_operator.core.plan import Write, WriteLog
 from ansible_operator.core.watches import GVK, Finalizer, Watch
 from ansible_operator.kube.client import ResourceInfo
 from ansible_operator.kube.discovery import Discovery
 from ansible_operator.runner import FailedTask, RunnerError, RunRequest, RunResult
+from ansible_operator.runtime import reconcile
 from ansible_operator.runtime.flags import Ansible, RunSettings
 from ansible_operator.runtime.metrics import OperatorMetrics
 from ansible_operator.runtime.reconcile import ReconcileError, Result, TerminalError
@@ -72,8 +74,8 @@ class World:
     reconciler: Reconciler
     runner_base: Path
 
-    def reconcile(self, name: str = "a") -> Result:
-        return asyncio.run(self.reconciler(("ns", name)))
+    def reconcile(self, name: str = "a", why: triggers.Trigger = triggers.NONE_KNOWN) -> Result:
+        return asyncio.run(self.reconciler(reconcile.Request(("ns", name), why)))
 
     def obj(self, name: str = "a") -> dict[str, Any]:
         return self.api.get_object(THINGS, "ns", name)

@@ -21,6 +21,7 @@ from ansible_operator.core import (
 )
 from ansible_operator.core.watches import ALL_IN_NAMESPACE, CR_SELECTOR, OBJECT_REF, WatchesError
 from ansible_operator.runtime.related import RelatedWatches
+from ansible_operator.runtime.sources import Sources
 from ansible_operator.watchfile import load_watches
 
 PROMETHEUS = GVK("monitoring.example.com", "v1alpha1", "Prometheus")
@@ -300,19 +301,24 @@ def test_creates_changes_and_deletes_reconcile_status_changes_do_not() -> None:
 def test_related_watches_enqueue_after_the_initial_list_and_count_it() -> None:
     registry = CollectorRegistry()
     counted: list[GVK] = []
-    related = RelatedWatches(
+    sources = Sources(
         None,  # type: ignore[arg-type]  # the informers are not run here
         None,  # type: ignore[arg-type]
-        ("a", "b"),
-        counted.append,
-        registry=registry,
+        namespaces=("a", "b"),
+        count=counted.append,
     )
+    related = RelatedWatches(sources, registry=registry)
     enqueued: list[tuple[str, str]] = []
     whys: list[triggers.Trigger] = []
-    related.add_owner(Watch(GVK("x", "v1", "Other"), role="/r"), lambda key, why: None)  # none
-    related.add_owner(WATCH, lambda key, why: (enqueued.append(key), whys.append(why)))
-    related.observe_primary(WATCH, "ADDED", cr("a", "p", serviceMonitorSelector={}))
-    informers = related.informers()
+    related.add_owner(Watch(GVK("x", "v1", "Other"), role="/r"), lambda request: None)  # none
+    related.add_owner(
+        WATCH, lambda request: (enqueued.append(request.key), whys.append(request.trigger))
+    )
+    assert related.index_of(Watch(GVK("x", "v1", "Other"), role="/r")) is None
+    index = related.index_of(WATCH)
+    assert index is not None
+    index("ADDED", cr("a", "p", serviceMonitorSelector={}))
+    informers = related.sources()
     # one per related resource and watched namespace; the API server selects the labels
     assert [(i.gvk, i.namespace) for i in informers] == [(MONITOR, "a"), (MONITOR, "b")] * 3
     selecting = informers[0]
@@ -338,11 +344,13 @@ def test_related_watches_enqueue_after_the_initial_list_and_count_it() -> None:
 
 def test_a_cluster_scoped_kind_seen_in_every_namespace_counts_once() -> None:
     enqueued: list[tuple[str, str]] = []
-    related = RelatedWatches(None, None, ("a", "b"), None)  # type: ignore[arg-type]
+    related = RelatedWatches(Sources(None, None, namespaces=("a", "b")))  # type: ignore[arg-type]
     watch = Watch(PROMETHEUS, role="/r", related=(ALL,))
-    related.add_owner(watch, lambda key, why: enqueued.append(key))
-    related.observe_primary(watch, "ADDED", cr("a", "p"))
-    for informer in related.informers():
+    related.add_owner(watch, lambda request: enqueued.append(request.key))
+    index = related.index_of(watch)
+    assert index is not None
+    index("ADDED", cr("a", "p"))
+    for informer in related.sources():
         informer.synced.set()
         informer._deliver("ADDED", monitor("", "cluster-wide", {}))
     assert enqueued == [("a", "p")]

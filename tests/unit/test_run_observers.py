@@ -15,7 +15,6 @@ from ansible_operator.runner import EventCallback, RunnerError, RunRequest, RunR
 from ansible_operator.runs.history import RunHistory
 from ansible_operator.runtime.flags import RunSettings
 from ansible_operator.runtime.metrics import OperatorMetrics
-from ansible_operator.runtime.reconcile import TRIGGER
 from ansible_operator.runtime.run_observers import (
     CountedRuns,
     Observers,
@@ -97,8 +96,7 @@ def session(tmp_path: Path, outcome: RunResult | BaseException, observers: list[
 
 def run(session: RunSession) -> RunResult:
     async def go() -> RunResult:
-        TRIGGER.set(triggers.periodic(60))
-        return await session.run(CR, finalizing=False)
+        return await session.run(CR, triggers.periodic(60), finalizing=False)
 
     return asyncio.run(go())
 

@@ -24,7 +24,8 @@ from ansible_operator.runner.types import RunResult
 from ansible_operator.runs import api as runs_api
 from ansible_operator.runs.history import RunHistory
 from ansible_operator.runtime.controller import Controller
-from ansible_operator.runtime.reconcile import TRIGGER, Key, ReconcileError, Result
+from ansible_operator.runtime.handlers import ForObject
+from ansible_operator.runtime.reconcile import Key, ReconcileError, Request, Result
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 
@@ -67,8 +68,8 @@ def test_a_primary_event_says_what_changed() -> None:
 def test_the_controller_hands_the_first_reason_to_the_reconcile_and_then_the_timed_one() -> None:
     seen: list[tuple[Key, triggers.Trigger]] = []
 
-    async def reconcile(key: Key) -> Result:
-        seen.append((key, TRIGGER.get()))
+    async def reconcile(request: Request) -> Result:
+        seen.append((request.key, request.trigger))
         if len(seen) == 1:
             return Result(requeue_after=0.01, reason=triggers.requeue(0.01))
         return Result()
@@ -76,8 +77,9 @@ def test_the_controller_hands_the_first_reason_to_the_reconcile_and_then_the_tim
     async def scenario() -> None:
         controller = Controller(Watch(MEMCACHED, role="/r"), reconcile, workers=1)
         configmap = {"metadata": {"name": "cm", "namespace": "ns"}}
-        controller.enqueue(("ns", "mc"), triggers.dependent("MODIFIED", configmap, "v1", "CM"))
-        controller.handle_event("MODIFIED", cr(generation=2))  # queued already: one run
+        why = triggers.dependent("MODIFIED", configmap, "v1", "CM")
+        controller.enqueue(Request(("ns", "mc"), why))
+        ForObject(controller)("MODIFIED", cr(generation=2))  # queued already: one run
         running = asyncio.create_task(controller.run())
         while len(seen) < 2:
             await asyncio.sleep(0.01)
@@ -99,8 +101,8 @@ def test_a_timer_that_fires_during_another_run_is_the_reason_of_the_run_after() 
     seen: list[str] = []
     spec_run_started = asyncio.Event()
 
-    async def reconcile(key: Key) -> Result:
-        seen.append(TRIGGER.get().reason)
+    async def reconcile(request: Request) -> Result:
+        seen.append(request.trigger.reason)
         if len(seen) == 1:
             raise ReconcileError("boom")
         if len(seen) == 2:
@@ -116,11 +118,12 @@ def test_a_timer_that_fires_during_another_run_is_the_reason_of_the_run_after() 
             workers=1,
             backoff=ItemBackoff(base_delay=0.1, max_delay=0.1),
         )
-        controller.handle_event("ADDED", cr())
+        events = ForObject(controller)
+        events("ADDED", cr())
         running = asyncio.create_task(controller.run())
         while len(seen) < 1:
             await asyncio.sleep(0.01)
-        controller.handle_event("MODIFIED", cr(generation=2))
+        events("MODIFIED", cr(generation=2))
         while len(seen) < 3:
             await asyncio.sleep(0.01)
         running.cancel()

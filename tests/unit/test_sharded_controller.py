@@ -7,6 +7,8 @@ import asyncio
 
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.runtime.controller import Controller
+from ansible_operator.runtime.handlers import ForObject
+from ansible_operator.runtime.reconcile import Request
 from ansible_operator.runtime.shutdown import RunGate
 
 from .test_shutdown import Runs, started, within
@@ -22,8 +24,9 @@ def thing(name: str, uid: str, generation: int = 1) -> dict:
 def test_events_of_objects_outside_the_held_shards_are_dropped() -> None:
     held = {"mine"}
     c = Controller(WATCH, lambda key: None, workers=1, owns=lambda uid: uid in held)  # type: ignore[arg-type,return-value]
-    c.handle_event("ADDED", thing("a", "mine"))
-    c.handle_event("ADDED", thing("b", "theirs"))
+    events = ForObject(c)
+    events("ADDED", thing("a", "mine"))
+    events("ADDED", thing("b", "theirs"))
     assert c.queue._queued == {("ns", "a")}
     assert c.owned_count() == 1
 
@@ -31,26 +34,28 @@ def test_events_of_objects_outside_the_held_shards_are_dropped() -> None:
 def test_a_dependent_counts_through_its_owner_uid() -> None:
     held = {"mine"}
     c = Controller(WATCH, lambda key: None, workers=1, owns=lambda uid: uid in held)  # type: ignore[arg-type,return-value]
-    c.handle_event("ADDED", thing("a", "mine"))
-    c.handle_event("ADDED", thing("b", "theirs"))
+    events = ForObject(c)
+    events("ADDED", thing("a", "mine"))
+    events("ADDED", thing("b", "theirs"))
     c.queue._queued.clear()
-    c.enqueue(("ns", "b"))
-    c.enqueue(("ns", "unknown"))
+    c.enqueue(Request(("ns", "b")))
+    c.enqueue(Request(("ns", "unknown")))
     assert not c.queue._queued
-    c.enqueue(("ns", "a"))
+    c.enqueue(Request(("ns", "a")))
     assert c.queue._queued == {("ns", "a")}
 
 
 def test_a_taken_shard_is_reconciled_even_without_a_change() -> None:
     held: set[str] = set()
     c = Controller(WATCH, lambda key: None, workers=1, owns=lambda uid: uid in held)  # type: ignore[arg-type,return-value]
-    c.handle_event("ADDED", thing("a", "u1"))
+    events = ForObject(c)
+    events("ADDED", thing("a", "u1"))
     assert not c.queue._queued
     held.add("u1")
-    c.adopt(thing("a", "u1"))
+    events.adopt(thing("a", "u1"))
     assert c.queue._queued == {("ns", "a")}
     c.queue._queued.clear()
-    c.handle_event("MODIFIED", thing("a", "u1"))  # nothing changed since adopted: filtered
+    events("MODIFIED", thing("a", "u1"))  # nothing changed since adopted: filtered
     assert not c.queue._queued
 
 
@@ -58,13 +63,14 @@ def test_a_key_whose_shard_was_given_up_while_queued_is_not_run() -> None:
     held = {"u1", "u2"}
     ran: list[tuple[str, str]] = []
 
-    async def reconcile(key):
-        ran.append(key)
+    async def reconcile(request):
+        ran.append(request.key)
 
     async def scenario() -> None:
         c = Controller(WATCH, reconcile, workers=1, owns=lambda uid: uid in held)
-        c.handle_event("ADDED", thing("a", "u1"))
-        c.handle_event("ADDED", thing("b", "u2"))
+        events = ForObject(c)
+        events("ADDED", thing("a", "u1"))
+        events("ADDED", thing("b", "u2"))
         held.discard("u1")
         task = asyncio.create_task(c.run())
         while not ran:
@@ -84,9 +90,10 @@ def test_giving_up_a_shard_lets_its_runs_finish_then_interrupts_the_rest_only() 
 
     async def scenario() -> None:
         c = Controller(WATCH, runs.reconcile, workers=3, owns=lambda uid: uid in held)
+        events = ForObject(c)
         task = asyncio.create_task(c.run())
         for name in ("quick", "slow", "other"):
-            c.handle_event("ADDED", thing(name, f"u-{name}"))
+            events("ADDED", thing(name, f"u-{name}"))
         await started(runs, "quick", "slow", "other")
         given_up = {"u-quick", "u-slow"}
         held.difference_update(given_up)

@@ -9,7 +9,8 @@ import pytest
 
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.runtime.controller import Controller
-from ansible_operator.runtime.reconcile import Result
+from ansible_operator.runtime.handlers import ForObject
+from ansible_operator.runtime.reconcile import Request, Result
 from ansible_operator.runtime.shutdown import Interrupted, RunGate, drain, on_stop_signal
 
 WATCH = Watch(gvk=GVK("test.example.com", "v1", "Thing"), role="/roles/thing")
@@ -35,11 +36,12 @@ class Runs:
         self.ended[name] = "finished"
         return name
 
-    async def reconcile(self, key: tuple[str, str]) -> Result:
+    async def reconcile(self, request: Request) -> Result:
+        name = request.key[1]
         try:
-            await self.gate.run(self._run(key[1]))
+            await self.gate.run(self._run(name))
         except Interrupted as stop:
-            self.interrupted[key[1]] = stop.cause
+            self.interrupted[name] = stop.cause
         return Result()
 
 
@@ -144,7 +146,7 @@ def test_a_run_does_not_depend_on_tasks_created_while_it_runs() -> None:
     runs = Runs(gate, {"x": 0.3})
 
     async def scenario() -> None:
-        caller = asyncio.create_task(runs.reconcile(("ns", "x")))
+        caller = asyncio.create_task(runs.reconcile(Request(("ns", "x"))))
         before = asyncio.all_tasks()
         await started(runs, "x")
         for task in asyncio.all_tasks() - before:
@@ -202,7 +204,7 @@ def test_after_a_stop_signal_no_key_is_taken_even_before_the_drain() -> None:
         handler = on_stop_signal(stop, gate, [controller])
         task = asyncio.create_task(controller.run())
         handler()
-        controller.handle_event("ADDED", {"metadata": {"name": "late", "namespace": "ns"}})
+        ForObject(controller)("ADDED", {"metadata": {"name": "late", "namespace": "ns"}})
         assert len(controller.queue) == 0  # refused, not waiting for a worker
         await drain([controller], gate, timeout=1)
         await task

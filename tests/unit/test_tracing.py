@@ -29,7 +29,7 @@ from ansible_operator.runs.history import RunHistory
 from ansible_operator.runtime import logs
 from ansible_operator.runtime.flags import RunSettings
 from ansible_operator.runtime.metrics import OperatorMetrics
-from ansible_operator.runtime.reconcile import TRIGGER, ReconcileError
+from ansible_operator.runtime.reconcile import ReconcileError, Request
 from ansible_operator.runtime.reconciler import Reconciler
 from ansible_operator.runtime.run_observers import (
     LoggedRuns,
@@ -251,9 +251,9 @@ class Traced:
 
     def reconcile(self) -> None:
         async def go() -> None:
-            TRIGGER.set(triggers.Trigger("SpecChanged", "generation 2 → 3"))
+            why = triggers.Trigger("SpecChanged", "generation 2 → 3")
             with logs.object_context("Thing", "ns", "a"):
-                await self.reconciler(("ns", "a"))
+                await self.reconciler(Request(("ns", "a"), why))
 
         asyncio.run(go())
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.core import CRPlan, Watch, WatchesError, objects, plan
+from ansible_operator.core import CRPlan, Watch, WatchesError, objects, plan, triggers
 from ansible_operator.kube import (
     ApiError,
     Discovery,
@@ -196,7 +196,7 @@ async def _planned(
         deleting = bool(objects.metadata(cr).get("deletionTimestamp"))
         async with room:
             return await session.plan(
-                cr, finalizing=deleting and session.watch.finalizer is not None
+                cr, triggers.NONE_KNOWN, finalizing=deleting and session.watch.finalizer is not None
             )
 
     try:

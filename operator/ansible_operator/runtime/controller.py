@@ -1,47 +1,46 @@
-"""One controller per watches.yaml entry: events in, a de-duplicated queue, workers out.
+"""One controller per watches.yaml entry: requests in, a de-duplicated queue, workers out.
 
-The kind's informers deliver every event to ``handle_event`` (the initial list as ``ADDED``);
-the predicates decide whether it asks for a reconcile (a spec change does, a status-only change
-does not), and the key goes on the work queue. ``workers`` coroutines take keys and call the
-reconciler, which only ever sees the object's identity: reconciliation is level-based, it
-re-reads the object (the contract is in ``reconcile``). The controller turns the reconciler's
-answer into the key's next run: a periodic re-run or ``requeue_after`` when it succeeded,
-exponential backoff when it failed, none after a terminal error until the object's spec or
-annotations change.
+Its sources' handlers (``runtime.handlers``: for the kind's own objects, for the owners of its
+dependents, for the CRs a related object concerns) turn events into requests and ``enqueue``
+them; the controller keeps the queue, the workers and the scheduling. ``workers`` coroutines
+take keys and call the reconciler with the key and why it runs (``reconcile.Request``); the
+reconciler re-reads the object (reconciliation is level-based: the contract is in
+``reconcile``). The controller turns the reconciler's answer into the key's next run: a
+periodic re-run or ``requeue_after`` when it succeeded, exponential backoff when it failed,
+none after a terminal error until the object's spec or annotations change
+(``waits_for_change``, which the object handler asks).
 
-With sharding (``owns``), the controller acts only on objects whose uid is in a shard this
-replica holds: other objects' events are dropped, their keys are not run, and a dependent's
-event counts through its owner's uid. The uid of every key seen is kept for that.
+With sharding (``ShardFilter``), the controller acts only on objects whose uid is in a shard
+this replica holds: other objects' requests are dropped and their keys are not run; a
+dependent's request counts through its owner's uid. The object handler notes each key's uid.
 
-An object first seen already Successful at its generation (the initial listing after a
-restart) goes in the queue's resync lane: re-run to repair drift, but after every new or changed
-object and at a bounded rate (``resync_rate``), so a restart does not stampede.
+A request in the resync lane (an object first seen already Successful at its generation: the
+listing after a restart) is run to repair drift, but after every new or changed object and at
+a bounded rate (``resync_rate``), so a restart does not stampede.
 
 The controller keeps controller-runtime's metrics with their meanings (``ControllerMetrics``,
 labelled with upstream's controller name): each reconcile's outcome (``success``,
 ``requeue_after``, ``error``; terminal errors and crashes, a Go panic's counterpart, also count
-apart), its time, the workers busy; and operator-lib's creation time of each CR it acts on.
+apart), its time, the workers busy.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
-from ansible_operator.core import ItemBackoff, Watch, conditions, objects, predicates, triggers
+from ansible_operator.core import ItemBackoff, Watch, triggers
 from ansible_operator.runtime import logs
 from ansible_operator.runtime.framework_metrics import ControllerFamilies
 from ansible_operator.runtime.reconcile import (
-    TRIGGER,
     Key,
     ReconcileError,
     ReconcileFn,
+    Request,
     TerminalError,
 )
 from ansible_operator.runtime.workqueue import ShutDown, WorkQueue
@@ -52,15 +51,31 @@ StopRuns = Callable[[list[asyncio.Task[Any]]], None]
 STOP_WAIT = 30.0  # after an interruption: the runner's kill grace, then the status writes
 
 
-def _predicate_view(obj: dict[str, Any]) -> dict[str, Any]:
-    """The part of an object the predicates compare; kept per object between events."""
-    meta = obj.get("metadata", {})
-    keep = ("generation", "annotations", "labels", "resourceVersion")
-    view = {"metadata": {k: meta[k] for k in keep if k in meta}}
-    if not meta.get("generation"):
-        # Kinds without a generation (Secrets, ConfigMaps) compare their content instead.
-        view.update({k: v for k, v in obj.items() if k not in ("metadata", "status")})
-    return view
+class ShardFilter:
+    """Which keys this replica acts on: those whose uid is in a shard it holds (``owns``),
+    every key without sharding."""
+
+    def __init__(self, owns: Callable[[str], bool] | None = None) -> None:
+        self._owns = owns
+        self._uids: dict[Key, str] = {}
+
+    def note(self, key: Key, uid: str) -> None:
+        self._uids[key] = uid
+
+    def forget(self, key: Key) -> None:
+        self._uids.pop(key, None)
+
+    def owned(self, key: Key) -> bool:
+        if self._owns is None:
+            return True
+        uid = self._uids.get(key)
+        return uid is not None and self._owns(uid)
+
+    def uid(self, key: Key) -> str:
+        return self._uids.get(key, "")
+
+    def count(self) -> int:
+        return sum(1 for key in self._uids if self.owned(key))
 
 
 class Controller:
@@ -83,39 +98,44 @@ class Controller:
         self.queue: WorkQueue[Key] = WorkQueue(resync_rate=resync_rate, metrics=self.metrics.queue)
         self._reconcile = reconcile
         self._backoff = backoff or ItemBackoff()
-        self._seen: dict[Key, dict[str, Any]] = {}
+        self.shard = ShardFilter(owns)
         self._terminal: set[Key] = set()  # keys whose last reconcile ended in a TerminalError
-        # A terminal error waits for the object to change, and bad input often sits in an
-        # annotation: for those keys, annotation changes pass as if the watch asked for them.
-        self._after_terminal = dataclasses.replace(watch, watch_annotations_changes=True)
         self._tasks: list[asyncio.Task[None]] = []
-        self._owns = owns
-        self._uids: dict[Key, str] = {}
         # The worker running each key's reconcile, and when that reconcile is done.
         self._running: dict[Key, tuple[asyncio.Task[Any], asyncio.Event]] = {}
-        # Why each queued key runs next: the first reason it was added for, a timer's when it
-        # fires (core.triggers; for the run's record, never for what it does).
+        # Why each queued key runs next: the first reason it was asked for since its last run
+        # began, a timer's when it fires (core.triggers; for the run's record, never for what
+        # it does). It goes to the reconciler with the key.
         self._why: dict[Key, triggers.Trigger] = {}
 
     def owned(self, key: Key) -> bool:
         """Whether this replica acts on ``key`` (always, without sharding)."""
-        if self._owns is None:
-            return True
-        uid = self._uids.get(key)
-        return uid is not None and self._owns(uid)
+        return self.shard.owned(key)
 
     def owned_count(self) -> int:
-        return sum(1 for key in self._uids if self.owned(key))
+        return self.shard.count()
 
-    def adopt(self, obj: dict[str, Any]) -> None:
-        """``obj`` is in a shard this replica has just taken: reconcile it, whatever its
-        events said before (level-based: the new holder cannot know what the last one did)."""
-        key: Key = objects.key(obj)
-        self._uids[key] = objects.metadata(obj).get("uid") or ""
-        self._seen[key] = _predicate_view(obj)
-        self._created(key, obj)
-        self._why.setdefault(key, triggers.ADOPTION)
-        self.queue.add(key)
+    def enqueue(self, request: Request, *, resync: bool = False) -> None:
+        """Ask for a reconcile of ``request.key``, now or (``resync``) in the resync lane; a
+        key outside the shards held is dropped."""
+        key = request.key
+        if not self.shard.owned(key):
+            return
+        self._why.setdefault(key, request.trigger)
+        if resync:
+            self.queue.add_resync(key)
+        else:
+            self.queue.add(key)
+
+    def forget(self, key: Key) -> None:
+        """The object is gone: its timer, its queued reason and its terminal error with it."""
+        self.queue.cancel(key)
+        self._why.pop(key, None)
+        self._terminal.discard(key)
+
+    def waits_for_change(self, key: Key) -> bool:
+        """Whether the last reconcile of ``key`` ended in a terminal error."""
+        return key in self._terminal
 
     async def stop_runs(
         self, uids: Callable[[str], bool], *, grace: float, interrupt: StopRuns
@@ -134,7 +154,7 @@ class Controller:
     def _runs_of(
         self, uids: Callable[[str], bool]
     ) -> list[tuple[asyncio.Task[Any], asyncio.Event]]:
-        return [entry for key, entry in self._running.items() if uids(self._uids.get(key, ""))]
+        return [entry for key, entry in self._running.items() if uids(self.shard.uid(key))]
 
     async def _wait_runs(self, uids: Callable[[str], bool], timeout: float) -> bool:
         """Whether the runs ``uids`` selects all ended within ``timeout`` seconds."""
@@ -145,75 +165,6 @@ class Controller:
         for waiting in pending:
             waiting.cancel()
         return not pending
-
-    def handle_event(self, event_type: str | None, obj: dict[str, Any]) -> None:
-        key: Key = objects.key(obj)
-        if event_type == "DELETED":
-            owned = self.owned(key)
-            self._uids.pop(key, None)
-        else:
-            self._uids[key] = objects.metadata(obj).get("uid") or ""
-            owned = self.owned(key)
-        if not owned:
-            self._seen.pop(key, None)  # its next holder reconciles it whatever it was
-            self._forget_created(key)
-            log.debug("event not in a held shard", extra={"key": "/".join(key)})
-            return
-        old = self._seen.get(key)
-        new = _predicate_view(obj)
-        if event_type == "DELETED":
-            self._seen.pop(key, None)
-            self._terminal.discard(key)
-        else:
-            self._seen[key] = new
-        event = _event_name(event_type, old)
-        if event == "delete":
-            self.queue.cancel(key)
-            self._why.pop(key, None)
-            self._forget_created(key)
-        watch = self._after_terminal if key in self._terminal else self.watch
-        if predicates.primary_event_passes(event, old, new, watch):
-            resync = old is None and conditions.settled(obj)
-            log.debug(
-                "event passes",
-                extra={"event": event, "key": "/".join(key), "lane": "resync" if resync else "now"},
-            )
-            if event != "delete":
-                self._created(key, obj)
-                self._why.setdefault(key, triggers.of_event(event, old, obj, resync=resync))
-            if resync:
-                self.queue.add_resync(key)
-            else:
-                self.queue.add(key)
-        else:  # said, so that a test can tell an event was seen and ignored
-            log.debug(
-                "event filtered",
-                extra={
-                    "event": event,
-                    "key": "/".join(key),
-                    "resourceVersion": objects.metadata(obj).get("resourceVersion"),
-                },
-            )
-
-    def _created(self, key: Key, obj: dict[str, Any]) -> None:
-        """operator-lib's resource_created_at_seconds for a CR an event passed for."""
-        stamp = objects.metadata(obj).get("creationTimestamp")
-        if isinstance(stamp, str):
-            seconds = int(datetime.fromisoformat(stamp).timestamp())
-            self.metrics.created_at.labels(*self._created_labels(key)).set(seconds)
-
-    def _forget_created(self, key: Key) -> None:
-        self.metrics.created_at.remove(*self._created_labels(key))
-
-    def _created_labels(self, key: Key) -> tuple[str, str, str, str, str]:
-        gvk = self.watch.gvk
-        return (key[1], key[0], gvk.group, gvk.version, gvk.kind)
-
-    def enqueue(self, key: Key, why: triggers.Trigger = triggers.NONE_KNOWN) -> None:
-        """Ask for a reconcile of ``key`` (a dependent changed, say: ``why``)."""
-        if self.owned(key):
-            self._why.setdefault(key, why)
-            self.queue.add(key)
 
     async def run(self) -> None:
         """Run the workers until cancelled; a cancelled worker cancels its reconcile too."""
@@ -266,28 +217,26 @@ class Controller:
                 self.queue.done(key)
 
     async def _process(self, key: Key) -> None:
-        token = TRIGGER.set(self._why.pop(key, triggers.NONE_KNOWN))
-        try:
-            with logs.object_context(self.watch.gvk.kind, *key):
-                await self._reconcile_and_schedule(key)
-        finally:
-            TRIGGER.reset(token)
+        request = Request(key, self._why.pop(key, triggers.NONE_KNOWN))
+        with logs.object_context(self.watch.gvk.kind, *key):
+            await self._reconcile_and_schedule(request)
 
-    async def _reconcile_and_schedule(self, key: Key) -> None:
-        self._terminal.discard(key)
+    async def _reconcile_and_schedule(self, request: Request) -> None:
+        self._terminal.discard(request.key)
         started = time.monotonic()
-        outcome = await self._reconcile_once(key)  # an interrupted one is not counted
+        outcome = await self._reconcile_once(request)  # an interrupted one is not counted
         metrics = self.metrics
         metrics.reconcile_time.observe(time.monotonic() - started)
         metrics.results[outcome].inc()
         if outcome == "error":
             metrics.errors.inc()
 
-    async def _reconcile_once(self, key: Key) -> str:
-        """Reconcile ``key`` and schedule its next run; its outcome as controller-runtime's
-        ``result`` label names it."""
+    async def _reconcile_once(self, request: Request) -> str:
+        """Reconcile ``request.key`` and schedule its next run; its outcome as
+        controller-runtime's ``result`` label names it."""
+        key = request.key
         try:
-            result = await self._reconcile(key)
+            result = await self._reconcile(request)
         except asyncio.CancelledError:
             raise
         except TerminalError as err:
@@ -333,13 +282,3 @@ class Controller:
             self._why.setdefault(key, why)
 
         self.queue.schedule(key, delay, fired)
-
-
-def _event_name(event_type: str | None, old: dict[str, Any] | None) -> str:
-    """Watch event types as the predicates name them: a first sight (the initial listing, or an
-    object a relist found) counts as a create."""
-    if event_type == "DELETED":
-        return "delete"
-    if old is None:
-        return "create"
-    return "update"

@@ -2,8 +2,9 @@
 
 A kind is watched once the proxy has seen a run write (or read back) an object of that kind
 that carries a mark of the run's owner kind, so only written kinds are ever watched, and a kind
-is watched once for every owner watch that needs it. Each watch is an informer
-(``kube/informer.py``, as for the primary kinds) whose handler keeps, per object it maps to an
+is watched once for every owner watch that needs it. Each watch is a source
+(``runtime.sources``, as for the primary kinds) whose handler (``handlers.ForOwners``) maps an
+event to its owners through this index (``apply_event``), which keeps, per object it maps to an
 owner, the hashes of the fields of what operator-lib's DependentPredicate compares
 (``core.changes``: enough to decide whether an update counts, and to name the fields that
 changed in the run's trigger) and the owners' keys, never the object itself (full objects are
@@ -32,22 +33,13 @@ from ansible_operator.core import (
     owned_by_annotation,
     owned_by_reference,
     owner_keys,
-    triggers,
 )
-from ansible_operator.kube import (
-    ApiError,
-    Discovery,
-    Informer,
-    KubeClient,
-    ResourceInfo,
-    Skipped,
-    Unreachable,
-    list_pages,
-)
+from ansible_operator.kube import ApiError, Informer, ResourceInfo, Unreachable, list_pages
+from ansible_operator.runtime.handlers import Enqueue, ForOwners, OwnerRef
+from ansible_operator.runtime.sources import Sources
 
 log = logging.getLogger("dependents")
 
-OwnerRef = tuple[GVK, Key]  # an owner watch's kind and one of its objects
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 
@@ -67,7 +59,7 @@ class OwnerKind:
     """An owner watch and how to ask for a reconcile of one of its objects."""
 
     watch: Watch
-    enqueue: Callable[[Key, triggers.Trigger], None]
+    enqueue: Enqueue
     namespaced: bool = True  # the owner kind's scope; learnt from discovery at start
 
 
@@ -165,30 +157,19 @@ def apply_event(
 
 class DependentWatches:
     def __init__(
-        self,
-        client: KubeClient,
-        owners: Iterable[OwnerKind] = (),
-        *,
-        watch_namespaces: tuple[str, ...] = (),
-        discovery: Discovery | None = None,  # None: a cache of its own
-        count: Callable[[GVK], None] | None = None,  # the events of each kind; None: uncounted
-        skipped: Callable[[GVK], Skipped] | None = None,  # reports an object not handled
-        max_backoff: float = 30.0,
-        page_size: int = 500,
+        self, sources: Sources, owners: Iterable[OwnerKind] = (), *, page_size: int = 500
     ) -> None:
-        self._client = client
-        self._discovery = discovery or Discovery(client)
+        self._sources = sources
+        self._client = sources.client
+        self._discovery = sources.discovery
         self.owners: dict[GVK, OwnerKind] = {o.watch.gvk: o for o in owners}
-        self._namespaces = watch_namespaces
-        self._count = count
-        self._skipped = skipped
-        self._max_backoff = max_backoff
+        self._namespaces = sources.namespaces
         self._page_size = page_size
         self.kinds: dict[GVK, KindWatch] = {}
         self._running = False
         self._recovery: asyncio.Task[None] | None = None
 
-    def add_owner(self, watch: Watch, enqueue: Callable[[Key, triggers.Trigger], None]) -> None:
+    def add_owner(self, watch: Watch, enqueue: Enqueue) -> None:
         """Dependents of ``watch``'s kind re-run its reconcile through ``enqueue``."""
         self.owners[watch.gvk] = OwnerKind(watch, enqueue)
 
@@ -272,54 +253,23 @@ class DependentWatches:
         if not kind.tasks:
             scopes: list[str] = list(self._namespaces) if resource.namespaced else []
             for scope in scopes or [""]:
-                kind.tasks.append(asyncio.create_task(self._informer(kind, scope).run()))
+                kind.tasks.append(asyncio.create_task(self._source(kind, scope).run()))
 
-    def _informer(self, kind: KindWatch, scope: str) -> Informer:
+    def _source(self, kind: KindWatch, scope: str) -> Informer:
         state = kind.states.setdefault(scope, {})
 
         def owners_of(obj: Mapping[str, Any]) -> frozenset[OwnerRef]:
             return event_owners(obj, kind.subscriptions, self.owners)
 
-        def handle(event_type: str, obj: dict[str, Any]) -> None:
-            self._enqueue(kind, apply_event(state, event_type, obj, owners_of), event_type, obj)
+        def changed(event_type: str, obj: Mapping[str, Any]) -> Change:
+            return apply_event(state, event_type, obj, owners_of)
 
-        count = self._count
-        return Informer(
-            self._client,
-            self._discovery,
-            kind.gvk,
-            namespace=scope or None,
-            handler=handle,
-            count=(lambda: count(kind.gvk)) if count is not None else None,
-            skipped=self._skipped(kind.gvk) if self._skipped is not None else None,
-            max_backoff=self._max_backoff,
-            page_size=self._page_size,
-        )
+        def enqueue(owner: GVK) -> Enqueue | None:
+            found = self.owners.get(owner)
+            return found.enqueue if found is not None else None
 
-    def _enqueue(
-        self,
-        kind: KindWatch,
-        change: Change,
-        event_type: str,
-        obj: Mapping[str, Any],
-    ) -> None:
-        gvk = kind.gvk
-        why = triggers.dependent(event_type, obj, gvk.api_version, gvk.kind, change.fields)
-        for owner_gvk, key in change.owners:
-            owner = self.owners.get(owner_gvk)
-            if owner is None:
-                continue
-            log.debug(
-                "Dependent changed, reconciling its owner",
-                extra={
-                    "dependent": str(kind.gvk),
-                    "event": event_type,
-                    "object": "/".join(objects.key(obj)),
-                    "fields": list(change.fields),
-                    "owner": f"{owner_gvk.kind} {'/'.join(key).lstrip('/')}",
-                },
-            )
-            owner.enqueue(key, why)
+        handler = ForOwners(kind.gvk, changed, enqueue)
+        return self._sources.kind(kind.gvk, [handler], namespace=scope or None)
 
     # -- recovery after a restart -----------------------------------------------------------------
 

@@ -7,11 +7,11 @@ list of groups (``groups``) is what the manager of runnables (``runnables.py``) 
 and stops in the reverse order: the start-up probe of Ansible, the servers every replica serves
 (user metrics, metrics and probes, the API proxy), the wait for the API server, the conversion
 webhook and the API server's check, then, where the elector lets this replica act, the watches
-(dependents and informers) and the controllers. The elector is the leader's Lease with
-``--leader-elect`` (runtime/leader.py), the shards held with ``--shards`` (runtime/shards.py),
-or none. SIGINT and SIGTERM start a graceful shutdown (``shutdown.py``): no new run, the running
-ones get ``--graceful-shutdown-timeout``, then the rest are interrupted; the watches stop after
-the controllers, the servers last.
+(the sources of the watched kinds, their dependents and related kinds) and the controllers.
+The elector is the leader's Lease with ``--leader-elect`` (runtime/leader.py), the shards
+held with ``--shards`` (runtime/shards.py), or none. SIGINT and SIGTERM start a graceful
+shutdown (``shutdown.py``): no new run, the running ones get ``--graceful-shutdown-timeout``,
+then the rest are interrupted; the watches stop after the controllers, the servers last.
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ from ansible_operator.runtime.conversion_webhook import (
 from ansible_operator.runtime.dependents import DependentWatches
 from ansible_operator.runtime.flags import RunSettings, Serving, parse_run_args
 from ansible_operator.runtime.framework_metrics import serve
+from ansible_operator.runtime.handlers import ForObject, Handler
 from ansible_operator.runtime.leader import (
     ElectionConfig,
     LeaderElectionError,
@@ -120,6 +121,7 @@ from ansible_operator.runtime.runnables import (
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.shards import ShardedControllers, ShardKeeper
 from ansible_operator.runtime.shutdown import RunGate, handle_signals, on_stop_signal
+from ansible_operator.runtime.sources import Sources
 from ansible_operator.runtime.tracing import UNTRACED
 from ansible_operator.runtime.user_metrics import (
     UserMetrics,
@@ -226,23 +228,18 @@ class Operator:
             )
         except ValueError as err:
             raise StartupError(str(err)) from None
-        # The API proxy the runs talk through, and the watches on what they create.
-        self.dependents = DependentWatches(
+        # Every watch: an informer per kind and scope, its events to handlers.
+        self.sources = Sources(
             self.client,
-            watch_namespaces=settings.watching.watch_namespaces,
-            discovery=self.discovery,
+            self.discovery,
+            namespaces=settings.watching.watch_namespaces,
             count=lambda gvk: self.metrics.watch_event(str(gvk)),
             skipped=self._skipped,
         )
+        # The API proxy the runs talk through, and the watches on what they create.
+        self.dependents = DependentWatches(self.sources)
         # Other kinds whose changes reconcile CRs (watches.yaml's relatedResources).
-        self.related = RelatedWatches(
-            self.client,
-            self.discovery,
-            settings.watching.watch_namespaces,
-            lambda gvk: self.metrics.watch_event(str(gvk)),
-            skipped=self._skipped,
-            registry=self.metrics.registry,
-        )
+        self.related = RelatedWatches(self.sources, registry=self.metrics.registry)
         self.proxy = Proxy(
             inputs.creds,
             client=self.client,
@@ -270,13 +267,16 @@ class Operator:
                 registry=self.metrics.registry,
             )
         self.controllers: list[Controller] = []
+        self.object_handlers: list[ForObject] = []  # each controller's own kind's
         for watch in watches:
-            self.controllers.append(self._controller(watch))
+            controller = self._controller(watch)
+            self.controllers.append(controller)
+            self.object_handlers.append(ForObject(controller))
         self.sharded: ShardedControllers | None = None
         if self.shards is not None:
             keeper = self.shards
             self.sharded = ShardedControllers(
-                self.controllers,
+                self.object_handlers,
                 space=keeper.space,
                 client=self.client,
                 discovery=self.discovery,
@@ -287,8 +287,8 @@ class Operator:
                 acting=lambda: keeper.acting,
             )
         self.informers = [
-            informer for controller in self.controllers for informer in self._informers(controller)
-        ] + self.related.informers()
+            informer for handler in self.object_handlers for informer in self._sources(handler)
+        ] + self.related.sources()
         self.leader: LeaderElector | None = None
         if settings.election.leader_elect:
             config = _election(inputs)
@@ -473,36 +473,27 @@ class Operator:
         )
         return controller
 
-    def _informers(self, controller: Controller) -> list[Informer]:
-        """The informers of a controller's kind, one per watched namespace (or one for all);
-        their events feed the related watches' index of the kind's CRs too."""
-        watch, related = controller.watch, self.related
-        gvk = watch.gvk
-
-        def handle(event_type: str, obj: dict[str, Any]) -> None:
-            related.observe_primary(watch, event_type, obj)
-            controller.handle_event(event_type, obj)
-
+    def _sources(self, handler: ForObject) -> list[Informer]:
+        """The sources of a controller's kind, one per watched namespace (or one for all);
+        their events feed the related watches' index of the kind's CRs first."""
+        gvk = handler.watch.gvk
+        index = self.related.index_of(handler.watch)
+        handlers: list[Handler] = [handler] if index is None else [index, handler]
         sharded = self.sharded
         timeout = 300
         if self.shards is not None:
             # The shards' selector reaches the API server at each watch request: a change of
             # the shards held takes effect within this (the client-side filter, at once).
             timeout = int(self.shards.timings.lease_duration)
-        namespaces: list[str | None] = list(self.settings.watching.watch_namespaces) or [None]
         return [
-            Informer(
-                self.client,
-                self.discovery,
+            self.sources.kind(
                 gvk,
+                handlers,
                 namespace=namespace,
-                handler=handle,
-                count=lambda: self.metrics.watch_event(str(gvk)),
-                skipped=self._skipped(gvk),
                 params=(lambda: sharded.params(gvk)) if sharded is not None else None,
                 server_timeout=timeout,
             )
-            for namespace in namespaces
+            for namespace in self.sources.scopes()
         ]
 
     def _skipped(self, gvk: GVK) -> Skipped:

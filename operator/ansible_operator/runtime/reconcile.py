@@ -7,6 +7,10 @@ never the event that woke it, and reads the object afresh: if a CR's spec change
 makes the world match it; nothing replays the ``2``. So events may be merged, dropped or
 repeated without harm, and a restart loses nothing: every object is reconciled again.
 
+A ``Request`` carries, beside the key, why the reconcile runs (``core.triggers``: the event,
+the dependent or the timer that asked for it). It changes nothing a run does; it is for the run's
+record, its span and the loop detector, and a ``Result`` may say why it asks for the next run.
+
 The answer is one of three:
 
 - a ``Result``: success; ``requeue_after`` asks for another run that many seconds later
@@ -17,19 +21,22 @@ The answer is one of three:
   status and as an Event) and not retried: retrying cannot help until the object changes.
 
 Queueing, de-duplication, one run per key at a time, backoff and timers live in the controller.
-
-Why a reconcile runs (``core.triggers``) is not part of the request: it changes nothing a run
-does. It travels beside the call, in ``TRIGGER`` (a context variable, as the log's object
-fields do), for the run's record; a ``Result`` may say why it asks for the next run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from ansible_operator.core import Key, triggers
+
+
+@dataclass(frozen=True)
+class Request:
+    """One object to reconcile, and why (the first reason asked since its last run began)."""
+
+    key: Key
+    trigger: triggers.Trigger = triggers.NONE_KNOWN
 
 
 @dataclass(frozen=True)
@@ -41,10 +48,6 @@ class Result:
     reason: triggers.Trigger | None = field(default=None, compare=False)
 
 
-# What woke the reconcile running in this context (set by the controller around each call).
-TRIGGER: ContextVar[triggers.Trigger] = ContextVar("trigger", default=triggers.NONE_KNOWN)
-
-
 class ReconcileError(Exception):
     """The reconcile failed and should be retried with backoff; the message says why."""
 
@@ -53,4 +56,4 @@ class TerminalError(Exception):
     """The reconcile cannot succeed until the object changes; reported, not retried."""
 
 
-ReconcileFn = Callable[[Key], Awaitable[Result]]
+ReconcileFn = Callable[[Request], Awaitable[Result]]

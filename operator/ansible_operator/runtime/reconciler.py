@@ -39,7 +39,13 @@ from ansible_operator.kube import Api, ApiError, ResourceInfo, Unreachable
 from ansible_operator.runner import RunnerError, RunResult
 from ansible_operator.runtime.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from ansible_operator.runtime.metrics import OperatorMetrics
-from ansible_operator.runtime.reconcile import TRIGGER, Key, ReconcileError, Result, TerminalError
+from ansible_operator.runtime.reconcile import (
+    Key,
+    ReconcileError,
+    Request,
+    Result,
+    TerminalError,
+)
 from ansible_operator.runtime.recorder import EventRecorder
 from ansible_operator.runtime.session import RunSession
 from ansible_operator.runtime.shutdown import Interrupted, RunGate
@@ -93,11 +99,12 @@ class Reconciler:
         wanted = watch.kstatus_conditions
         self.kstatus = watch.manage_status and (kstatus_conditions if wanted is None else wanted)
 
-    async def __call__(self, key: Key) -> Result:
-        with self.tracing.reconcile(self.watch.gvk, key, TRIGGER.get()):
-            return await self._reconcile_key(key)
+    async def __call__(self, request: Request) -> Result:
+        with self.tracing.reconcile(self.watch.gvk, request.key, request.trigger):
+            return await self._reconcile_key(request)
 
-    async def _reconcile_key(self, key: Key) -> Result:
+    async def _reconcile_key(self, request: Request) -> Result:
+        key = request.key
         try:
             resource = await self._resource()
         except (ApiError, Unreachable) as err:
@@ -105,9 +112,12 @@ class Reconciler:
         obj = await self._read(resource, key, "reading the object")
         if obj is None:
             return Result()
-        return await self._reconcile(resource, key, obj)
+        return await self._reconcile(resource, request, obj)
 
-    async def _reconcile(self, resource: ResourceInfo, key: Key, obj: dict[str, Any]) -> Result:
+    async def _reconcile(
+        self, resource: ResourceInfo, request: Request, obj: dict[str, Any]
+    ) -> Result:
+        key, why = request.key, request.trigger
         meta = obj["metadata"]
         status = StatusWriter(
             self.client,
@@ -138,13 +148,13 @@ class Reconciler:
         if note:
             log.error(note)
         if held and not deleting:
-            return await self._hold(obj, status, period)
+            return await self._hold(obj, why, status, period)
 
         was_failing = conditions.condition_true(obj, conditions.FAILURE)
         if self.watch.manage_status:
             await status.running(obj)
         try:
-            result = await self.gate.run(self.session.run(obj, finalizing=deleting))
+            result = await self.gate.run(self.session.run(obj, why, finalizing=deleting))
         except Interrupted as stop:
             log.info("Reconciliation interrupted", extra={"cause": stop.cause})
             if self.watch.manage_status:
@@ -160,7 +170,7 @@ class Reconciler:
         live = await self._read(resource, key, "reading the object after the run")
         if live is None:
             return Result()
-        await self._report_loop(key, meta.get("generation"), live)
+        await self._report_loop(request, meta.get("generation"), live)
         if deleting and result.ok and finalizer is not None:
             await remove_finalizer(self.client, resource, live, finalizer)
             return Result()
@@ -187,12 +197,16 @@ class Reconciler:
         return Result(requeue_after=period, reason=triggers.periodic(period))
 
     async def _hold(
-        self, obj: dict[str, Any], status: StatusWriter, period: float | None
+        self,
+        obj: dict[str, Any],
+        why: triggers.Trigger,
+        status: StatusWriter,
+        period: float | None,
     ) -> Result:
         """A CR held for review: its run planned, nothing applied; the condition says what
         would change, the run's record holds the plan. Released, it runs as usual."""
         try:
-            planned = await self.gate.run(self.session.plan(obj, finalizing=False))
+            planned = await self.gate.run(self.session.plan(obj, why, finalizing=False))
         except Interrupted as stop:
             log.info("Reconciliation interrupted", extra={"cause": stop.cause})
             return Result()
@@ -245,10 +259,12 @@ class Reconciler:
         await self.events.failed(obj, str(err), reason=err.reason)
         raise TerminalError(str(err)) from None
 
-    async def _report_loop(self, key: Key, generation: object, live: dict[str, Any]) -> None:
+    async def _report_loop(
+        self, request: Request, generation: object, live: dict[str, Any]
+    ) -> None:
         """Once an episode, runs that keep waking themselves through the CR's dependents
         (``core.loops``): a log line, a Warning Event and the metric say so."""
-        loop = self.loops.observe(key, TRIGGER.get(), generation)
+        loop = self.loops.observe(request.key, request.trigger, generation)
         if loop is None:
             return
         message = loop.message()

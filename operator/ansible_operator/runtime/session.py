@@ -36,6 +36,7 @@ from ansible_operator.core import (
     cr_plan,
     log_verbosity,
     max_runner_artifacts,
+    triggers,
     verbosity,
 )
 from ansible_operator.kube import kubeconfig
@@ -51,7 +52,6 @@ from ansible_operator.runner import (
     strip_ansible_args,
 )
 from ansible_operator.runtime.flags import RunSettings
-from ansible_operator.runtime.reconcile import TRIGGER
 from ansible_operator.runtime.run_observers import Observers, Run, RunEnd
 
 log = logging.getLogger("reconciler")
@@ -93,12 +93,17 @@ class RunSession:
         self._cap_said = False
 
     async def run(
-        self, obj: dict[str, Any], *, finalizing: bool, writes: WriteLog | None = None
+        self,
+        obj: dict[str, Any],
+        trigger: triggers.Trigger,
+        *,
+        finalizing: bool,
+        writes: WriteLog | None = None,
     ) -> RunResult:
-        """Run Ansible for ``obj``; RunnerError when the run could not start, SpecError when the
-        CR cannot be its variables (`core.extravars`: checked again here, and the document's size
-        as it is written). Its writes are recorded in ``writes`` (a new log when not given): a
-        planned run when that log says ``dry_run``."""
+        """Run Ansible for ``obj``, woken by ``trigger``; RunnerError when the run could not
+        start, SpecError when the CR cannot be its variables (`core.extravars`: checked again
+        here, and the document's size as it is written). Its writes are recorded in ``writes``
+        (a new log when not given): a planned run when that log says ``dry_run``."""
         writes = WriteLog() if writes is None else writes
         meta = obj["metadata"]
         namespace, name = meta.get("namespace") or "", meta["name"]
@@ -153,7 +158,7 @@ class RunSession:
                 ident=ident,
                 input_dir=request.private_data_dir,
                 ansible=playbook or role or "",
-                trigger=TRIGGER.get(),
+                trigger=trigger,
                 finalizing=finalizing,
                 writes=writes,
                 log_verbosity=min(
@@ -167,12 +172,15 @@ class RunSession:
             with contextlib.suppress(OSError):
                 os.unlink(kubeconfig_path)
 
-    async def plan(self, obj: dict[str, Any], *, finalizing: bool) -> CRPlan:
-        """What a run for ``obj`` would change, from a planned run of it; a run that could not
-        start or whose CR cannot be its variables is a plan that would fail."""
+    async def plan(
+        self, obj: dict[str, Any], trigger: triggers.Trigger, *, finalizing: bool
+    ) -> CRPlan:
+        """What a run for ``obj`` (woken by ``trigger``) would change, from a planned run of
+        it; a run that could not start or whose CR cannot be its variables is a plan that would
+        fail."""
         log = WriteLog(dry_run=True)
         try:
-            result = await self.run(obj, finalizing=finalizing, writes=log)
+            result = await self.run(obj, trigger, finalizing=finalizing, writes=log)
         except (RunnerError, SpecError) as err:
             return cr_plan(obj, log, failed=str(err))
         if result.ok:

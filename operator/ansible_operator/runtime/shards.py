@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from ansible_operator.core import GVK, Candidate, LeaseRecord, ShardSpace, balance, objects
 from ansible_operator.kube import ApiError, Discovery, KubeClient, Unreachable, list_pages
-from ansible_operator.runtime.controller import Controller
+from ansible_operator.runtime.handlers import ForObject
 from ansible_operator.runtime.leader import (
     ElectionConfig,
     LeaseLock,
@@ -336,8 +336,8 @@ class ShardedControllers:
     """The operator's side of sharding: what the controllers do as shards come and go, and
     which part of the watched kinds the informers are asked to list and watch.
 
-    Client-side filtering always applies (``Controller.owns``). Whether the API server filters
-    too is asked once per kind: a list with a ``shardSelector`` whose answer echoes
+    Client-side filtering always applies (``controller.ShardFilter``). Whether the API server
+    filters too is asked once per kind: a list with a ``shardSelector`` whose answer echoes
     ``metadata.shardInfo`` was honoured (KEP-5866); then the informers' list and watch requests
     carry the selector of the shards held (``params``, read at each (re)connection, so a change
     reaches the server within one watch timeout; the objects of a newly taken shard are listed
@@ -346,7 +346,7 @@ class ShardedControllers:
 
     def __init__(
         self,
-        controllers: list[Controller],
+        handlers: list[ForObject],  # each controller's own kind's: it adopts a new shard's CRs
         *,
         space: ShardSpace,
         client: KubeClient,
@@ -357,7 +357,8 @@ class ShardedControllers:
         kill_now: Callable[[], None],
         acting: Callable[[], frozenset[int]],
     ) -> None:
-        self.controllers = controllers
+        self.handlers = handlers
+        self.controllers = [handler.controller for handler in handlers]
         self.space = space
         self._client = client
         self._discovery = discovery
@@ -376,8 +377,8 @@ class ShardedControllers:
         return {"shardSelector": selector} if selector else {}
 
     async def acquired(self, shards: frozenset[int]) -> None:
-        for controller in self.controllers:
-            gvk = controller.watch.gvk
+        for handler in self.handlers:
+            gvk = handler.watch.gvk
             try:
                 info = await self._discovery.resource(gvk.api_version, gvk.kind)
                 params = {"shardSelector": self.space.selector(shards)}
@@ -390,7 +391,7 @@ class ShardedControllers:
                         for obj in page.get("items") or []:
                             uid = objects.metadata(obj).get("uid") or ""
                             if self.space.shard_of(uid) in shards:
-                                controller.adopt(obj)
+                                handler.adopt(obj)
             except (ApiError, Unreachable) as err:
                 # The watch's events and the periodic re-runs still bring them, later.
                 log.error(
