@@ -25,7 +25,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from ansible_operator.runtime.user_metrics import URL_ENV, UserMetrics, UserMetricsServer
+from ansible_operator.runtime.observe.user_metrics import URL_ENV, UserMetrics, UserMetricsServer
 
 REPO = Path(__file__).resolve().parents[1]
 PLAYBOOK = """- hosts: localhost

@@ -28,8 +28,8 @@ from ansible_operator.core import GVK, Watch, WriteLog
 from ansible_operator.kube import KubeClient, ResourceInfo, auth_headers
 from ansible_operator.kube import load_credentials as load
 from ansible_operator.proxy import Proxy
-from ansible_operator.runtime.dependents import DependentWatches, apply_event, event_owners
-from ansible_operator.runtime.dependents import Subscription as Sub
+from ansible_operator.runtime.control.dependents import DependentWatches, apply_event, event_owners
+from ansible_operator.runtime.control.dependents import Subscription as Sub
 
 OWNER_GVK = GVK("bench.example.com", "v1", "Bench")
 

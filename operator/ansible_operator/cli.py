@@ -253,9 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     if args_list[:1] == ["run"]:  # upstream's flag set, parsed by the run command itself
-        from ansible_operator.runtime import manager
+        from ansible_operator import runtime
 
-        return manager.main(args_list[1:])
+        return runtime.main(args_list[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(args_list)

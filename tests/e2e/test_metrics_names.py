@@ -16,7 +16,7 @@ from kubernetes.client.rest import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_operator.devcluster.processes import free_ports
-from ansible_operator.runtime.metrics_tls import self_signed_pair
+from ansible_operator.runtime.observe.metrics_tls import self_signed_pair
 
 from .crds import install_crds
 from .operators import Operator

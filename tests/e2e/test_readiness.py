@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ansible_operator.devcluster.processes import free_ports
-from ansible_operator.runtime.readiness import API_GRACE
+from ansible_operator.runtime.manager.readiness import API_GRACE
 
 from .crds import GROUP, VERSION, install_crds, kind_crd, remove_crds
 from .operators import Operator

@@ -19,7 +19,7 @@ import yaml
 from kubernetes import client
 
 from ansible_operator.devcluster.processes import free_ports
-from ansible_operator.runtime.metrics_tls import self_signed_pair
+from ansible_operator.runtime.observe.metrics_tls import self_signed_pair
 
 from .crds import GROUP, VERSION
 from .resources import new_cr, wait_condition

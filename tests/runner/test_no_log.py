@@ -25,7 +25,7 @@ from ansible_operator.runner import (
     log_debug_result,
     log_stats_stdout,
 )
-from ansible_operator.runtime.reconciler import failure_summary
+from ansible_operator.runtime.control.reconciler import failure_summary
 
 from .runs import ROLES, MakeRequest
 

@@ -11,7 +11,7 @@ from prometheus_client import generate_latest
 
 from ansible_operator.core import ansible_cores
 from ansible_operator.runner import versions
-from ansible_operator.runtime import manager
+from ansible_operator.runtime.manager import operator as manager
 
 from .test_runnables import operator
 

@@ -21,7 +21,7 @@ from prometheus_client import generate_latest
 
 from ansible_operator.core import ansible_cores
 from ansible_operator.runner import find_ansible_runner, versions
-from ansible_operator.runtime.metrics import OperatorMetrics
+from ansible_operator.runtime.observe.metrics import OperatorMetrics
 
 pytestmark = pytest.mark.ansible_core
 

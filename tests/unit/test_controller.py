@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 from ansible_operator.core.watches import GVK, Watch
-from ansible_operator.runtime.controller import Controller
-from ansible_operator.runtime.handlers import ForObject
-from ansible_operator.runtime.reconcile import ReconcileError, Result, TerminalError
+from ansible_operator.runtime.control.controller import Controller
+from ansible_operator.runtime.control.handlers import ForObject
+from ansible_operator.runtime.control.reconcile import ReconcileError, Result, TerminalError
 
 WATCH = Watch(gvk=GVK("test.example.com", "v1", "Thing"), role="/roles/thing")
 

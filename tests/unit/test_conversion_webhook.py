@@ -18,8 +18,8 @@ from prometheus_client import CollectorRegistry
 
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.role_api import load_conversion
-from ansible_operator.runtime import conversion_webhook
-from ansible_operator.runtime.conversion_webhook import (
+from ansible_operator.runtime.manager import conversion_webhook
+from ansible_operator.runtime.manager.conversion_webhook import (
     MAX_REVIEW_BYTES,
     ConversionWebhook,
     MalformedReview,

@@ -14,7 +14,7 @@ from ansible_operator.core.ownership import PRIMARY_RESOURCE, PRIMARY_RESOURCE_T
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.kube.client import ApiError, ResourceInfo
 from ansible_operator.kube.discovery import Discovery
-from ansible_operator.runtime.dependents import (
+from ansible_operator.runtime.control.dependents import (
     Change,
     DependentWatches,
     Entry,
@@ -23,7 +23,7 @@ from ansible_operator.runtime.dependents import (
     apply_event,
     event_owners,
 )
-from ansible_operator.runtime.sources import Sources
+from ansible_operator.runtime.control.sources import Sources
 from tests.unit.fake_watch import FakeClient, ev, page
 
 MC = GVK("cache.example.com", "v1alpha1", "Memcached")

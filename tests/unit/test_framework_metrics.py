@@ -15,8 +15,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.devcluster.processes import free_ports
 from ansible_operator.kube import Credentials, KubeClient, Unreachable
-from ansible_operator.runtime.controller import Controller
-from ansible_operator.runtime.framework_metrics import (
+from ansible_operator.runtime.control.controller import Controller
+from ansible_operator.runtime.control.handlers import ForObject
+from ansible_operator.runtime.control.reconcile import ReconcileError, Result, TerminalError
+from ansible_operator.runtime.control.workqueue import WorkQueue
+from ansible_operator.runtime.observe.framework_metrics import (
     GO_DEFAULT_BUCKETS,
     CertificateReads,
     ControllerFamilies,
@@ -25,16 +28,13 @@ from ansible_operator.runtime.framework_metrics import (
     register_process,
     serve,
 )
-from ansible_operator.runtime.handlers import ForObject
-from ansible_operator.runtime.metrics import OperatorMetrics
-from ansible_operator.runtime.metrics_tls import (
+from ansible_operator.runtime.observe.metrics import OperatorMetrics
+from ansible_operator.runtime.observe.metrics_tls import (
     MetricsCertError,
     ServingTLS,
     self_signed_pair,
     serving_context,
 )
-from ansible_operator.runtime.reconcile import ReconcileError, Result, TerminalError
-from ansible_operator.runtime.workqueue import WorkQueue
 
 WATCH = Watch(gvk=GVK("test.example.com", "v1alpha1", "Thing"), role="/roles/thing")
 NAME = "thing-v1alpha1-controller"

@@ -1,4 +1,4 @@
-"""LeaderElector (runtime/leader.py) on an in-memory Lease with optimistic concurrency.
+"""LeaderElector (runtime/manager/leader.py) on an in-memory Lease with optimistic concurrency.
 
 Short timings keep these quick; assertions are on what happened and in which order, never on
 how long it took. The same behaviour against the real API server: tests/e2e/test_leader.py.
@@ -19,8 +19,8 @@ import pytest
 
 from ansible_operator.core.lease import LeaseRecord, Timings
 from ansible_operator.kube.client import ApiError, Unreachable
-from ansible_operator.runtime.flags import build_run_settings
-from ansible_operator.runtime.leader import (
+from ansible_operator.runtime.config.flags import build_run_settings
+from ansible_operator.runtime.manager.leader import (
     ElectionConfig,
     LeaderElectionError,
     LeaderElector,

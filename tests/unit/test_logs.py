@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from ansible_operator.runtime import logs
+from ansible_operator.runtime.observe import logs
 
 # 2026-01-02T03:04:05.120000Z
 MOMENT = 1767323045.12

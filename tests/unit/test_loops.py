@@ -12,7 +12,7 @@ from prometheus_client import generate_latest
 
 from ansible_operator.core import changes, loops, triggers
 from ansible_operator.core.triggers import ObjectRef
-from ansible_operator.runtime.metrics import OperatorMetrics
+from ansible_operator.runtime.observe.metrics import OperatorMetrics
 from tests.unit.fake_runner import succeeded
 from tests.unit.test_reconciler import world
 

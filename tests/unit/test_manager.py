@@ -19,11 +19,11 @@ from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.kube.client import ResourceInfo
 from ansible_operator.kube.config import Credentials
 from ansible_operator.runner.versions import AnsibleVersions
-from ansible_operator.runtime import user_metrics
-from ansible_operator.runtime.controller import Controller
-from ansible_operator.runtime.flags import build_run_settings
-from ansible_operator.runtime.manager import Inputs, Operator, StartupError, prepare
-from ansible_operator.runtime.reconcile import Request
+from ansible_operator.runtime.config.flags import build_run_settings
+from ansible_operator.runtime.control.controller import Controller
+from ansible_operator.runtime.control.reconcile import Request
+from ansible_operator.runtime.manager.operator import Inputs, Operator, StartupError, prepare
+from ansible_operator.runtime.observe import user_metrics
 from tests.unit.fake_api import FakeApi
 from tests.unit.fake_runner import ScriptedRunner, succeeded
 

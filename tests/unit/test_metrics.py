@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import generate_latest
 
-from ansible_operator.runtime.metrics import OperatorMetrics, parse_bind_address
+from ansible_operator.runtime.observe.metrics import OperatorMetrics, parse_bind_address
 
 
 @pytest.mark.parametrize(

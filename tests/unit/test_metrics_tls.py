@@ -9,8 +9,12 @@ import ssl
 import pytest
 from cryptography import x509
 
-from ansible_operator.runtime import metrics_tls
-from ansible_operator.runtime.metrics_tls import MetricsCertError, self_signed_pair, serving_context
+from ansible_operator.runtime.observe import metrics_tls
+from ansible_operator.runtime.observe.metrics_tls import (
+    MetricsCertError,
+    self_signed_pair,
+    serving_context,
+)
 
 
 def served_certificate(server: ssl.SSLContext, trust: bytes | None = None) -> x509.Certificate:

@@ -64,28 +64,28 @@ class Need:
 
 
 _CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
-_WEBHOOK = "runtime/conversion_webhook.py"
+_WEBHOOK = "runtime/manager/conversion_webhook.py"
 # The runtime's requests on each watched kind; "{}" is the kind's resource.
 PER_KIND = [
-    Need("", "{}", "get", "runtime/reconciler.py", "await self.client.get(resource.path("),
+    Need("", "{}", "get", "runtime/control/reconciler.py", "await self.client.get(resource.path("),
     # One informer per watched kind: it lists, then watches.
     Need("", "{}", "list", "kube/informer.py", "list_pages(self._client, path"),
     Need("", "{}", "watch", "kube/informer.py", "stream = self._client.watch("),
-    Need("", "{}/status", "update", "runtime/status.py", 'client.request("PUT", path + "/status"'),
+    Need("", "{}/status", "update", "runtime/control/status.py", 'client.request("PUT", path + "/status"'),
 ]
 # ... on a kind whose watch has a finalizer: added and removed with a JSON patch.
 PER_FINALIZER = [
-    Need("", "{}", "patch", "runtime/finalizers.py", '"PATCH", path, body=ops'),
+    Need("", "{}", "patch", "runtime/control/finalizers.py", '"PATCH", path, body=ops'),
 ]
 # ... on each kind a role writes (not blacklisted): the dependent watches list and watch it.
 PER_DEPENDENT = [
-    Need("", "{}", "list", "runtime/dependents.py", "return self._sources.kind(kind.gvk"),
-    Need("", "{}", "watch", "runtime/dependents.py", "return self._sources.kind(kind.gvk"),
+    Need("", "{}", "list", "runtime/control/dependents.py", "return self._sources.kind(kind.gvk"),
+    Need("", "{}", "watch", "runtime/control/dependents.py", "return self._sources.kind(kind.gvk"),
 ]
 # ... on each kind a watch's relatedResources name: their informers list and watch it.
 PER_RELATED = [
-    Need("", "{}", "list", "runtime/related.py", "informer = self._sources.kind("),
-    Need("", "{}", "watch", "runtime/related.py", "informer = self._sources.kind("),
+    Need("", "{}", "list", "runtime/control/related.py", "informer = self._sources.kind("),
+    Need("", "{}", "watch", "runtime/control/related.py", "informer = self._sources.kind("),
 ]
 MANAGER_RUNTIME = [
     # the conversion webhook: the CRDs it converts for, and their client configuration
@@ -93,16 +93,16 @@ MANAGER_RUNTIME = [
     Need(*_CRDS, "get", _WEBHOOK, 'self.client.get(f"{CRD_PATH}/{crd_name}")'),
     Need(*_CRDS, "patch", _WEBHOOK, '"PATCH", f"{CRD_PATH}/{crd_name}",'),
     # Warning and Normal Events on the CRs
-    Need("", "events", "create", "runtime/recorder.py", 'request("POST", f"/api/v1/namespaces/'),
+    Need("", "events", "create", "runtime/observe/recorder.py", 'request("POST", f"/api/v1/namespaces/'),
 ]
 LEASES = ("coordination.k8s.io", "leases")
 LEADER_ELECTION_RUNTIME = [
-    Need(*LEASES, "get", "runtime/leader.py", "self._client.get(self._path)"),
-    Need(*LEASES, "list", "runtime/shards.py", "lease_collection(self.config.namespace)"),
-    Need(*LEASES, "watch", "runtime/leader.py", "informer = Informer("),
-    Need(*LEASES, "create", "runtime/leader.py", 'request("POST", self._collection'),
-    Need(*LEASES, "update", "runtime/leader.py", 'request("PUT", self._path'),
-    Need(*LEASES, "delete", "runtime/leader.py", 'request("DELETE", self._path'),
+    Need(*LEASES, "get", "runtime/manager/leader.py", "self._client.get(self._path)"),
+    Need(*LEASES, "list", "runtime/manager/shards.py", "lease_collection(self.config.namespace)"),
+    Need(*LEASES, "watch", "runtime/manager/leader.py", "informer = Informer("),
+    Need(*LEASES, "create", "runtime/manager/leader.py", 'request("POST", self._collection'),
+    Need(*LEASES, "update", "runtime/manager/leader.py", 'request("PUT", self._path'),
+    Need(*LEASES, "delete", "runtime/manager/leader.py", 'request("DELETE", self._path'),
 ]
 _SECRETS = ("", "secrets")
 WEBHOOK_CERTIFICATE_RUNTIME = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_operator.runtime.readiness import Readiness
+from ansible_operator.runtime.manager.readiness import Readiness
 
 
 class Clock:

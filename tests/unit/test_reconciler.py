@@ -23,13 +23,13 @@ from ansible_operator.core.watches import GVK, Finalizer, Watch
 from ansible_operator.kube.client import ResourceInfo
 from ansible_operator.kube.discovery import Discovery
 from ansible_operator.runner import FailedTask, RunnerError, RunRequest, RunResult
-from ansible_operator.runtime import reconcile
-from ansible_operator.runtime.flags import Ansible, RunSettings
-from ansible_operator.runtime.metrics import OperatorMetrics
-from ansible_operator.runtime.reconcile import ReconcileError, Result, TerminalError
-from ansible_operator.runtime.reconciler import Reconciler
-from ansible_operator.runtime.run_observers import LoggedRuns, Observers
-from ansible_operator.runtime.session import RunSession
+from ansible_operator.runtime.config.settings import Ansible, RunSettings
+from ansible_operator.runtime.control import reconcile
+from ansible_operator.runtime.control.reconcile import ReconcileError, Result, TerminalError
+from ansible_operator.runtime.control.reconciler import Reconciler
+from ansible_operator.runtime.control.session import RunSession
+from ansible_operator.runtime.observe.metrics import OperatorMetrics
+from ansible_operator.runtime.observe.run_observers import LoggedRuns, Observers
 from tests.unit.fake_api import FakeApi, Request
 from tests.unit.fake_runner import ScriptedRunner, failed, result, succeeded
 

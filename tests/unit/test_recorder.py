@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from ansible_operator.core.limits import EVENT_NOTE_BYTES
-from ansible_operator.runtime.recorder import EventRecorder, build_event
+from ansible_operator.runtime.observe.recorder import EventRecorder, build_event
 from tests.unit.fake_api import FakeApi
 
 T0 = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)

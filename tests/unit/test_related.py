@@ -20,8 +20,8 @@ from ansible_operator.core import (
     triggers,
 )
 from ansible_operator.core.watches import ALL_IN_NAMESPACE, CR_SELECTOR, OBJECT_REF, WatchesError
-from ansible_operator.runtime.related import RelatedWatches
-from ansible_operator.runtime.sources import Sources
+from ansible_operator.runtime.control.related import RelatedWatches
+from ansible_operator.runtime.control.sources import Sources
 from ansible_operator.watchfile import load_watches
 
 PROMETHEUS = GVK("monitoring.example.com", "v1alpha1", "Prometheus")

@@ -20,7 +20,7 @@ from ansible_operator import cli
 from ansible_operator.core.extravars import build_extra_vars, extravars_document
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.gocompat.strcase import to_snake
-from ansible_operator.runtime.flags import build_run_settings
+from ansible_operator.runtime.config.flags import build_run_settings
 from tests.guide import GUIDE, REPO, Block, blocks, is_task_list
 
 BLOCKS = blocks()

@@ -13,9 +13,10 @@ from ansible_operator.core import triggers
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.runner import EventCallback, RunnerError, RunRequest, RunResult
 from ansible_operator.runs.history import RunHistory
-from ansible_operator.runtime.flags import RunSettings
-from ansible_operator.runtime.metrics import OperatorMetrics
-from ansible_operator.runtime.run_observers import (
+from ansible_operator.runtime.config.settings import RunSettings
+from ansible_operator.runtime.control.session import RunSession
+from ansible_operator.runtime.observe.metrics import OperatorMetrics
+from ansible_operator.runtime.observe.run_observers import (
     CountedRuns,
     Observers,
     RecordedRuns,
@@ -23,7 +24,6 @@ from ansible_operator.runtime.run_observers import (
     RunEnd,
     RunListener,
 )
-from ansible_operator.runtime.session import RunSession
 from tests.unit.fake_runner import failed, succeeded
 from tests.unit.test_reconciler import FakeProxy
 

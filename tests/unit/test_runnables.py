@@ -14,10 +14,10 @@ from ansible_operator.core.lease import Timings
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.kube.config import Credentials
 from ansible_operator.runner.versions import AnsibleVersions
-from ansible_operator.runtime.flags import build_run_settings
-from ansible_operator.runtime.leader import ElectionConfig
-from ansible_operator.runtime.manager import Inputs, Operator
-from ansible_operator.runtime.runnables import Act, Closed, Group, Manager, Started
+from ansible_operator.runtime.config.flags import build_run_settings
+from ansible_operator.runtime.manager.leader import ElectionConfig
+from ansible_operator.runtime.manager.operator import Inputs, Operator
+from ansible_operator.runtime.manager.runnables import Act, Closed, Group, Manager, Started
 from tests.unit.fake_api import FakeApi
 from tests.unit.fake_runner import ScriptedRunner
 

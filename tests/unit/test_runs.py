@@ -23,9 +23,9 @@ from ansible_operator.runner.events import summarize
 from ansible_operator.runner.types import RunResult
 from ansible_operator.runs import api as runs_api
 from ansible_operator.runs.history import RunHistory
-from ansible_operator.runtime.controller import Controller
-from ansible_operator.runtime.handlers import ForObject
-from ansible_operator.runtime.reconcile import Key, ReconcileError, Request, Result
+from ansible_operator.runtime.control.controller import Controller
+from ansible_operator.runtime.control.handlers import ForObject
+from ansible_operator.runtime.control.reconcile import Key, ReconcileError, Request, Result
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 

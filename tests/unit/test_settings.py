@@ -10,7 +10,8 @@ import pytest
 
 from ansible_operator.core.watches import GVK
 from ansible_operator.runner import prepare_input_dir
-from ansible_operator.runtime.flags import (
+from ansible_operator.runtime.config.flags import build_run_settings, parse_run_args
+from ansible_operator.runtime.config.settings import (
     Ansible,
     Api,
     Election,
@@ -21,9 +22,7 @@ from ansible_operator.runtime.flags import (
     Serving,
     SettingsError,
     Watching,
-    build_run_settings,
     default_max_concurrent_reconciles,
-    parse_run_args,
 )
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")

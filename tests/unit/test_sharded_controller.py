@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 
 from ansible_operator.core.watches import GVK, Watch
-from ansible_operator.runtime.controller import Controller
-from ansible_operator.runtime.handlers import ForObject
-from ansible_operator.runtime.reconcile import Request
-from ansible_operator.runtime.shutdown import RunGate
+from ansible_operator.runtime.control.controller import Controller
+from ansible_operator.runtime.control.gate import RunGate
+from ansible_operator.runtime.control.handlers import ForObject
+from ansible_operator.runtime.control.reconcile import Request
 
 from .test_shutdown import Runs, started, within
 

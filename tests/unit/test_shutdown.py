@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from ansible_operator.core.watches import GVK, Watch
-from ansible_operator.runtime.controller import Controller
-from ansible_operator.runtime.handlers import ForObject
-from ansible_operator.runtime.reconcile import Request, Result
-from ansible_operator.runtime.shutdown import Interrupted, RunGate, drain, on_stop_signal
+from ansible_operator.runtime.control.controller import Controller
+from ansible_operator.runtime.control.gate import Interrupted, RunGate
+from ansible_operator.runtime.control.handlers import ForObject
+from ansible_operator.runtime.control.reconcile import Request, Result
+from ansible_operator.runtime.manager.shutdown import drain, on_stop_signal
 
 WATCH = Watch(gvk=GVK("test.example.com", "v1", "Thing"), role="/roles/thing")
 

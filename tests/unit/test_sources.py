@@ -10,10 +10,10 @@ from typing import Any
 from ansible_operator.core import objects, triggers
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.kube.discovery import Discovery
-from ansible_operator.runtime.controller import Controller
-from ansible_operator.runtime.handlers import ForObject
-from ansible_operator.runtime.reconcile import Request, Result
-from ansible_operator.runtime.sources import Sources
+from ansible_operator.runtime.control.controller import Controller
+from ansible_operator.runtime.control.handlers import ForObject
+from ansible_operator.runtime.control.reconcile import Request, Result
+from ansible_operator.runtime.control.sources import Sources
 from tests.unit.fake_watch import FakeClient, ev, page
 
 THING = GVK("test.example.com", "v1", "Thing")

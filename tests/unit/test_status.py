@@ -9,9 +9,9 @@ import datetime
 import pytest
 
 from ansible_operator.kube.client import ApiError, ResourceInfo
-from ansible_operator.runtime import status
-from ansible_operator.runtime.reconcile import ReconcileError
-from ansible_operator.runtime.status import StatusWriter, write_status
+from ansible_operator.runtime.control import status
+from ansible_operator.runtime.control.reconcile import ReconcileError
+from ansible_operator.runtime.control.status import StatusWriter, write_status
 from tests.unit.fake_api import FakeApi, Request
 from tests.unit.fake_runner import failed, succeeded
 

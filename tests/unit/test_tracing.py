@@ -26,19 +26,19 @@ from ansible_operator.kube.client import ResourceInfo
 from ansible_operator.kube.discovery import Discovery
 from ansible_operator.runner import EventCallback, RunRequest, RunResult
 from ansible_operator.runs.history import RunHistory
-from ansible_operator.runtime import logs
-from ansible_operator.runtime.flags import RunSettings
-from ansible_operator.runtime.metrics import OperatorMetrics
-from ansible_operator.runtime.reconcile import ReconcileError, Request
-from ansible_operator.runtime.reconciler import Reconciler
-from ansible_operator.runtime.run_observers import (
+from ansible_operator.runtime.config.settings import RunSettings
+from ansible_operator.runtime.control.reconcile import ReconcileError, Request
+from ansible_operator.runtime.control.reconciler import Reconciler
+from ansible_operator.runtime.control.session import RunSession
+from ansible_operator.runtime.observe import logs
+from ansible_operator.runtime.observe.metrics import OperatorMetrics
+from ansible_operator.runtime.observe.run_observers import (
     LoggedRuns,
     Observers,
     RecordedRuns,
     TracedRuns,
 )
-from ansible_operator.runtime.session import RunSession
-from ansible_operator.runtime.tracing import (
+from ansible_operator.runtime.observe.tracing import (
     EXPORTER_LOGGER,
     UNTRACED,
     CountingExporter,
@@ -424,7 +424,8 @@ def test_the_sdk_is_not_imported_when_traces_are_off() -> None:
     import sys
 
     code = (
-        "import sys; from ansible_operator.runtime import manager, tracing; "
+        "import sys; from ansible_operator.runtime.manager import operator; "
+        "from ansible_operator.runtime.observe import tracing; "
         "tracing.wanted({}); print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -11,8 +11,8 @@ import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
-from ansible_operator.runtime import user_metrics
-from ansible_operator.runtime.user_metrics import (
+from ansible_operator.runtime.observe import user_metrics
+from ansible_operator.runtime.observe.user_metrics import (
     UserMetricError,
     UserMetrics,
     UserMetricsServer,

@@ -204,7 +204,7 @@ def test_metric_address_prefers_the_argument_then_the_operators_url():
 
 
 def test_the_metric_url_variable_is_the_one_the_operator_publishes():
-    from ansible_operator.runtime import user_metrics
+    from ansible_operator.runtime.observe import user_metrics
 
     assert metric.URL_ENV == user_metrics.URL_ENV
 

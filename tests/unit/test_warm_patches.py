@@ -17,8 +17,8 @@ from ansible_operator.kube.config import Credentials
 from ansible_operator.runner.versions import AnsibleVersions
 from ansible_operator.runner.warm import patches, server
 from ansible_operator.runner.warm.client import WarmRunner
-from ansible_operator.runtime.flags import build_run_settings
-from ansible_operator.runtime.manager import Inputs, Operator
+from ansible_operator.runtime.config.flags import build_run_settings
+from ansible_operator.runtime.manager.operator import Inputs, Operator
 from tests.unit.fake_api import FakeApi
 
 TESTED = {

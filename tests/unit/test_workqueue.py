@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from ansible_operator.runtime.workqueue import ShutDown, WorkQueue
+from ansible_operator.runtime.control.workqueue import ShutDown, WorkQueue
 
 
 def run(coro):

@@ -3,7 +3,7 @@
 Primary CRs follow upstream's predicates (generation changes, real changes of generation-less
 objects, annotation changes when asked, always filtered by the watch's selector), so status-only
 and label-only edits never re-run a role; for dependents, `dependent_view` is what operator-lib's
-DependentPredicate compares (its event rules are applied in `runtime/dependents.py`). The
+DependentPredicate compares (its event rules are applied in `runtime/control/dependents.py`). The
 functions take plain dicts and hold no state, so they need no cluster to test.
 """
 

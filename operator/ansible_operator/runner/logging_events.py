@@ -4,7 +4,7 @@ Upstream's lines are kept word for word (`[playbook task start]`, `[playbook deb
 `[playbook task failed]`, the `Ansible Task StdOut` and status/debug banners) because users and
 tests grep for them. Unlike upstream, which printed the banners straight to stdout between its
 JSON lines, every block here is one log record with its fields in `extra={"fields": ...}` (the
-convention of `ansible_operator.runtime.logs`), so a JSON formatter keeps one object per
+convention of `ansible_operator.runtime.observe.logs`), so a JSON formatter keeps one object per
 line. Records carry `event_type` and `job`; the CR's kind, namespace and name come from the
 caller's logging context (or adapter).
 """

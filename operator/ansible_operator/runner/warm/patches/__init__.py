@@ -4,7 +4,7 @@ Each `Patch` names what it touches, why, and the releases of each project it was
 release such as "2.18" stands for every 2.18.x). `check` compares the table with what is
 installed: a patch tested on another release of any project it touches stays off, and a
 load-bearing one off makes the warm runner run cold (client.py). The operator logs which and why
-in one line and counts them in a metric (runtime/manager.py). Turning a patch on for a new
+in one line and counts them in a metric (runtime/manager/operator.py). Turning a patch on for a new
 release is adding that release here once the runner tests pass on it (`make test-runner` per
 core); the tests read this table for what to expect.
 

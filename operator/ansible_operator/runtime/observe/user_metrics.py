@@ -36,7 +36,7 @@ from prometheus_client.metrics_core import (
 )
 from prometheus_client.registry import Collector
 
-from ansible_operator.runtime.framework_metrics import GO_DEFAULT_BUCKETS
+from ansible_operator.runtime.observe.framework_metrics import GO_DEFAULT_BUCKETS
 
 log = logging.getLogger("apiserver")
 

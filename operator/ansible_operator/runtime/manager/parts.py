@@ -14,10 +14,11 @@ from ansible_operator.core import Backoff
 from ansible_operator.gocompat import format_go_duration
 from ansible_operator.kube import ApiError, Informer, KubeClient, Unreachable, UntrustedServer
 from ansible_operator.runner import AnsibleVersions, ColdRunner, Runner, WarmRunner, versions
-from ansible_operator.runtime.controller import Controller
-from ansible_operator.runtime.readiness import API_CHECK_INTERVAL, Readiness
-from ansible_operator.runtime.runnables import Started
-from ansible_operator.runtime.shutdown import RunGate, drain
+from ansible_operator.runtime.control.controller import Controller
+from ansible_operator.runtime.control.gate import RunGate
+from ansible_operator.runtime.manager.readiness import API_CHECK_INTERVAL, Readiness
+from ansible_operator.runtime.manager.runnables import Started
+from ansible_operator.runtime.manager.shutdown import drain
 
 log = logging.getLogger("cmd")
 

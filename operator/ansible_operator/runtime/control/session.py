@@ -51,8 +51,8 @@ from ansible_operator.runner import (
     remove_input_dir,
     strip_ansible_args,
 )
-from ansible_operator.runtime.flags import RunSettings
-from ansible_operator.runtime.run_observers import Observers, Run, RunEnd
+from ansible_operator.runtime.config.settings import RunSettings
+from ansible_operator.runtime.observe.run_observers import Observers, Run, RunEnd
 
 log = logging.getLogger("reconciler")
 

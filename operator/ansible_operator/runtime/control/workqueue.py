@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Hashable
 
-from ansible_operator.runtime.framework_metrics import ControllerFamilies, QueueMetrics
+from ansible_operator.runtime.observe.framework_metrics import ControllerFamilies, QueueMetrics
 
 
 class ShutDown(Exception):

@@ -8,8 +8,8 @@ and stops in the reverse order: the start-up probe of Ansible, the servers every
 (user metrics, metrics and probes, the API proxy), the wait for the API server, the conversion
 webhook and the API server's check, then, where the elector lets this replica act, the watches
 (the sources of the watched kinds, their dependents and related kinds) and the controllers.
-The elector is the leader's Lease with ``--leader-elect`` (runtime/leader.py), the shards
-held with ``--shards`` (runtime/shards.py), or none. SIGINT and SIGTERM start a graceful
+The elector is the leader's Lease with ``--leader-elect`` (runtime/manager/leader.py), the shards
+held with ``--shards`` (runtime/manager/shards.py), or none. SIGINT and SIGTERM start a graceful
 shutdown (``shutdown.py``): no new run, the running ones get ``--graceful-shutdown-timeout``,
 then the rest are interrupted; the watches stop after the controllers, the servers last.
 """
@@ -61,19 +61,23 @@ from ansible_operator.runner import (
 from ansible_operator.runs import RunHistory
 from ansible_operator.runs import access as runs_access
 from ansible_operator.runs import api as runs_api
-from ansible_operator.runtime import logs, tracing
-from ansible_operator.runtime.controller import Controller
-from ansible_operator.runtime.conversion_webhook import (
+from ansible_operator.runtime.config.flags import parse_run_args
+from ansible_operator.runtime.config.settings import RunSettings, Serving
+from ansible_operator.runtime.control.controller import Controller
+from ansible_operator.runtime.control.dependents import DependentWatches
+from ansible_operator.runtime.control.gate import RunGate
+from ansible_operator.runtime.control.handlers import ForObject, Handler
+from ansible_operator.runtime.control.reconciler import Reconciler, utc_now
+from ansible_operator.runtime.control.related import RelatedWatches
+from ansible_operator.runtime.control.session import RunSession
+from ansible_operator.runtime.control.sources import Sources
+from ansible_operator.runtime.manager.conversion_webhook import (
     ConversionWebhook,
     WebhookError,
     select_watches,
     webhook_address,
 )
-from ansible_operator.runtime.dependents import DependentWatches
-from ansible_operator.runtime.flags import RunSettings, Serving, parse_run_args
-from ansible_operator.runtime.framework_metrics import serve
-from ansible_operator.runtime.handlers import ForObject, Handler
-from ansible_operator.runtime.leader import (
+from ansible_operator.runtime.manager.leader import (
     ElectionConfig,
     LeaderElectionError,
     LeaderElector,
@@ -81,16 +85,7 @@ from ansible_operator.runtime.leader import (
     LeaseLock,
     election_config,
 )
-from ansible_operator.runtime.metrics import (
-    EndpointError,
-    Endpoints,
-    OperatorMetrics,
-    ShardMetrics,
-    is_loopback,
-    parse_bind_address,
-)
-from ansible_operator.runtime.metrics_tls import MetricsCertError, ServingTLS, serving_context
-from ansible_operator.runtime.parts import (
+from ansible_operator.runtime.manager.parts import (
     AnsibleRuns,
     ApiServerCheck,
     ApiServerWait,
@@ -98,18 +93,8 @@ from ansible_operator.runtime.parts import (
     StartupError,
     Workers,
 )
-from ansible_operator.runtime.readiness import Readiness
-from ansible_operator.runtime.reconciler import Reconciler, utc_now
-from ansible_operator.runtime.recorder import EventRecorder
-from ansible_operator.runtime.related import RelatedWatches
-from ansible_operator.runtime.run_observers import (
-    CountedRuns,
-    LoggedRuns,
-    Observers,
-    RecordedRuns,
-    TracedRuns,
-)
-from ansible_operator.runtime.runnables import (
+from ansible_operator.runtime.manager.readiness import Readiness
+from ansible_operator.runtime.manager.runnables import (
     Closed,
     Elector,
     Group,
@@ -118,12 +103,33 @@ from ansible_operator.runtime.runnables import (
     Served,
     always,
 )
-from ansible_operator.runtime.session import RunSession
-from ansible_operator.runtime.shards import ShardedControllers, ShardKeeper
-from ansible_operator.runtime.shutdown import RunGate, handle_signals, on_stop_signal
-from ansible_operator.runtime.sources import Sources
-from ansible_operator.runtime.tracing import UNTRACED
-from ansible_operator.runtime.user_metrics import (
+from ansible_operator.runtime.manager.shards import ShardedControllers, ShardKeeper
+from ansible_operator.runtime.manager.shutdown import handle_signals, on_stop_signal
+from ansible_operator.runtime.observe import logs, tracing
+from ansible_operator.runtime.observe.framework_metrics import serve
+from ansible_operator.runtime.observe.metrics import (
+    EndpointError,
+    Endpoints,
+    OperatorMetrics,
+    ShardMetrics,
+    is_loopback,
+    parse_bind_address,
+)
+from ansible_operator.runtime.observe.metrics_tls import (
+    MetricsCertError,
+    ServingTLS,
+    serving_context,
+)
+from ansible_operator.runtime.observe.recorder import EventRecorder
+from ansible_operator.runtime.observe.run_observers import (
+    CountedRuns,
+    LoggedRuns,
+    Observers,
+    RecordedRuns,
+    TracedRuns,
+)
+from ansible_operator.runtime.observe.tracing import UNTRACED
+from ansible_operator.runtime.observe.user_metrics import (
     UserMetrics,
     UserMetricsServer,
     UserMetricsServerError,

@@ -39,7 +39,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from ansible_operator.core import GVK
-from ansible_operator.runtime.metrics_tls import ServingTLS
+from ansible_operator.runtime.observe.metrics_tls import ServingTLS
 
 # controller-runtime's buckets for the reconcile time, and client-go's for the queue's times
 # (ExponentialBuckets(10e-9, 10, 12): 1e-08 to 1000 seconds).

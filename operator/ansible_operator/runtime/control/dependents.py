@@ -35,8 +35,8 @@ from ansible_operator.core import (
     owner_keys,
 )
 from ansible_operator.kube import ApiError, Informer, ResourceInfo, Unreachable, list_pages
-from ansible_operator.runtime.handlers import Enqueue, ForOwners, OwnerRef
-from ansible_operator.runtime.sources import Sources
+from ansible_operator.runtime.control.handlers import Enqueue, ForOwners, OwnerRef
+from ansible_operator.runtime.control.sources import Sources
 
 log = logging.getLogger("dependents")
 

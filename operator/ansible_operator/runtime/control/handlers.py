@@ -36,8 +36,8 @@ from ansible_operator.core import (
     related_event,
     triggers,
 )
-from ansible_operator.runtime.controller import Controller
-from ansible_operator.runtime.reconcile import Request
+from ansible_operator.runtime.control.controller import Controller
+from ansible_operator.runtime.control.reconcile import Request
 
 log = logging.getLogger("ansible-controller")
 dependents_log = logging.getLogger("dependents")

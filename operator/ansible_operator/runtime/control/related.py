@@ -4,7 +4,7 @@ A watch's ``relatedResources`` (docs/role-authors-guide.md, section 8) each beco
 (``runtime.sources``, as for every watched kind), one per watched namespace (or one for all),
 that ask the API server for the objects the entry's ``selector`` matches only. Which CRs an
 object concerns is ``core.related``'s decision, over an index of the CRs fed by the watched
-kind's own events (``observe_primary``, the first handler of the kind's source): no CR is read
+kind's own events (``index_of``: the first handler of the kind's source): no CR is read
 or listed for it. The handler (``handlers.ForRelated``) asks nothing of the initial list of a
 related kind (every CR is reconciled at start anyway); every later create, delete and change but
 of status asks for a run, each said in one debug line naming the object and the CR, and counted
@@ -22,8 +22,8 @@ from prometheus_client import CollectorRegistry, Counter
 
 from ansible_operator.core import GVK, CRIndex, Key, RelatedResource, Watch, objects
 from ansible_operator.kube import Informer
-from ansible_operator.runtime.handlers import Enqueue, ForRelated, Handler
-from ansible_operator.runtime.sources import Sources
+from ansible_operator.runtime.control.handlers import Enqueue, ForRelated, Handler
+from ansible_operator.runtime.control.sources import Sources
 
 log = logging.getLogger("related")
 

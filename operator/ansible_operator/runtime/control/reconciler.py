@@ -37,20 +37,24 @@ from ansible_operator.core import (
 )
 from ansible_operator.kube import Api, ApiError, ResourceInfo, Unreachable
 from ansible_operator.runner import RunnerError, RunResult
-from ansible_operator.runtime.finalizers import add_finalizer, has_finalizer, remove_finalizer
-from ansible_operator.runtime.metrics import OperatorMetrics
-from ansible_operator.runtime.reconcile import (
+from ansible_operator.runtime.control.finalizers import (
+    add_finalizer,
+    has_finalizer,
+    remove_finalizer,
+)
+from ansible_operator.runtime.control.gate import Interrupted, RunGate
+from ansible_operator.runtime.control.reconcile import (
     Key,
     ReconcileError,
     Request,
     Result,
     TerminalError,
 )
-from ansible_operator.runtime.recorder import EventRecorder
-from ansible_operator.runtime.session import RunSession
-from ansible_operator.runtime.shutdown import Interrupted, RunGate
-from ansible_operator.runtime.status import StatusWriter
-from ansible_operator.runtime.tracing import UNTRACED, Tracing, Untraced
+from ansible_operator.runtime.control.session import RunSession
+from ansible_operator.runtime.control.status import StatusWriter
+from ansible_operator.runtime.observe.metrics import OperatorMetrics
+from ansible_operator.runtime.observe.recorder import EventRecorder
+from ansible_operator.runtime.observe.tracing import UNTRACED, Tracing, Untraced
 
 log = logging.getLogger("reconciler")
 DELETED_DURING_RUN_REQUEUE = 0.0  # run the finalizer at once rather than upstream's 5 s later

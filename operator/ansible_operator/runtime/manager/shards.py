@@ -25,16 +25,16 @@ from typing import Any, Protocol
 
 from ansible_operator.core import GVK, Candidate, LeaseRecord, ShardSpace, balance, objects
 from ansible_operator.kube import ApiError, Discovery, KubeClient, Unreachable, list_pages
-from ansible_operator.runtime.handlers import ForObject
-from ansible_operator.runtime.leader import (
+from ansible_operator.runtime.control.gate import RunGate
+from ansible_operator.runtime.control.handlers import ForObject
+from ansible_operator.runtime.manager.leader import (
     ElectionConfig,
     LeaseLock,
     lease_collection,
     take_or_keep,
     wall_clock,
 )
-from ansible_operator.runtime.metrics import ShardMetrics
-from ansible_operator.runtime.shutdown import RunGate
+from ansible_operator.runtime.observe.metrics import ShardMetrics
 
 log = logging.getLogger("shards")
 

@@ -36,7 +36,7 @@ from ansible_operator.kube import (
     KubeClient,
     Unreachable,
 )
-from ansible_operator.runtime.flags import RunSettings
+from ansible_operator.runtime.config.settings import RunSettings
 
 log = logging.getLogger("leader")
 

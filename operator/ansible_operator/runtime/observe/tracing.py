@@ -33,7 +33,7 @@ from prometheus_client import CollectorRegistry, Counter
 from ansible_operator import __version__
 from ansible_operator.core import GVK, triggers
 from ansible_operator.runner import RunResult, Timeline
-from ansible_operator.runtime import logs
+from ansible_operator.runtime.observe import logs
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider

@@ -15,7 +15,7 @@ from typing import Any
 
 from ansible_operator.core import GVK
 from ansible_operator.kube import Discovery, Informer, KubeClient, Skipped
-from ansible_operator.runtime.handlers import Handler
+from ansible_operator.runtime.control.handlers import Handler
 
 
 class Sources:

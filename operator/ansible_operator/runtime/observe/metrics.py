@@ -6,9 +6,9 @@ differences: the reconcile histogram measures the Ansible run itself, not its se
 build info also names the ansible-core and ansible-runner versions the runs use. The metrics
 endpoint serves these together with the user metrics that roles post; the probe endpoint answers
 ``/healthz`` and ``/readyz`` as upstream's does. A bind address of ``0`` turns an endpoint off.
-With ``--metrics-secure`` the metrics endpoint speaks HTTPS (runtime/metrics_tls.py), and with
+With ``--metrics-secure`` the metrics endpoint speaks HTTPS (runtime/observe/metrics_tls.py), and with
 ``--metrics-require-rbac`` each scrape passes the TokenReview/SubjectAccessReview filter
-(kube/reviews.py) first. ``/readyz`` answers what runtime/readiness.py decides.
+(kube/reviews.py) first. ``/readyz`` answers what runtime/manager/readiness.py decides.
 """
 
 from __future__ import annotations
@@ -26,8 +26,12 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from ansible_operator import __version__
 from ansible_operator.kube import MetricsAuth
 from ansible_operator.runner import AnsibleVersions
-from ansible_operator.runtime.framework_metrics import GO_DEFAULT_BUCKETS
-from ansible_operator.runtime.metrics_tls import RELOAD_INTERVAL, MetricsCertError, ServingTLS
+from ansible_operator.runtime.observe.framework_metrics import GO_DEFAULT_BUCKETS
+from ansible_operator.runtime.observe.metrics_tls import (
+    RELOAD_INTERVAL,
+    MetricsCertError,
+    ServingTLS,
+)
 
 log = logging.getLogger("metrics")
 

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from ansible_operator.kube import Api, ApiError, ResourceInfo, Unreachable
-from ansible_operator.runtime.reconcile import ReconcileError
+from ansible_operator.runtime.control.reconcile import ReconcileError
 
 log = logging.getLogger("reconciler")
 

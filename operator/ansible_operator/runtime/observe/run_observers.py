@@ -28,9 +28,9 @@ from ansible_operator.runner import (
     log_stats_stdout,
 )
 from ansible_operator.runs import RunHistory
-from ansible_operator.runtime.flags import Logging
-from ansible_operator.runtime.metrics import OperatorMetrics
-from ansible_operator.runtime.tracing import Tracing
+from ansible_operator.runtime.config.settings import Logging
+from ansible_operator.runtime.observe.metrics import OperatorMetrics
+from ansible_operator.runtime.observe.tracing import Tracing
 
 runner_log = logging.getLogger("runner")
 

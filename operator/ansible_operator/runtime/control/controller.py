@@ -34,16 +34,16 @@ from collections.abc import Callable
 from typing import Any
 
 from ansible_operator.core import ItemBackoff, Watch, triggers
-from ansible_operator.runtime import logs
-from ansible_operator.runtime.framework_metrics import ControllerFamilies
-from ansible_operator.runtime.reconcile import (
+from ansible_operator.runtime.control.reconcile import (
     Key,
     ReconcileError,
     ReconcileFn,
     Request,
     TerminalError,
 )
-from ansible_operator.runtime.workqueue import ShutDown, WorkQueue
+from ansible_operator.runtime.control.workqueue import ShutDown, WorkQueue
+from ansible_operator.runtime.observe import logs
+from ansible_operator.runtime.observe.framework_metrics import ControllerFamilies
 
 log = logging.getLogger("ansible-controller")
 

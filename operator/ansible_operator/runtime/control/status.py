@@ -21,8 +21,8 @@ from typing import Any
 from ansible_operator.core import CRPlan, conditions, exponential_delay, kstatus
 from ansible_operator.kube import Api, ApiError, ResourceInfo, Unreachable
 from ansible_operator.runner import RunResult
-from ansible_operator.runtime.reconcile import ReconcileError
-from ansible_operator.runtime.tracing import UNTRACED, Tracing, Untraced
+from ansible_operator.runtime.control.reconcile import ReconcileError
+from ansible_operator.runtime.observe.tracing import UNTRACED, Tracing, Untraced
 
 CONFLICT_RETRIES = 10
 log = logging.getLogger("status")
