@@ -13,8 +13,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_operator.core import conversion
+from ansible_operator.core import argspec, conversion
 from ansible_operator.core.conversion import ANNOTATION_PREFIX, ConversionError, Shape
+from ansible_operator.scaffold import crds
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP = "example.com"
@@ -310,3 +311,24 @@ def test_an_annotation_the_version_cannot_hold_is_ignored_not_a_failed_conversio
     assert back["spec"] == {"replicas": 1, "ports": [{"containerPort": 80, "protocol": "TCP"}]}
     assert "annotations" not in back["metadata"]
     assert ignored == [f"the annotation {ANNOTATION_PREFIX}v1alpha2 is ignored: {why}"]
+
+
+@pytest.mark.parametrize(
+    "type_", [*argspec.SCALARS, *argspec.INT_OR_STRING, *argspec.FREE_FORM, "list", "dict"]
+)
+def test_a_type_means_one_thing_to_the_crd_and_to_conversion(type_: str) -> None:
+    # The CRD's schema of an option and conversion's shape of it come from one model
+    # (core.argspec): what the API server stores is what conversion reads.
+    option = {"type": type_, "description": "x"}
+    schema = crds.option_schema(option, camel=True, where="x")
+    shape = conversion.shape_of_options({"x": option}, camel=True).fields["x"]
+    if type_ in argspec.SCALARS:
+        scalar = argspec.SCALARS[type_]
+        assert (schema["type"], shape) == (argspec.JSON_TYPES[scalar], Shape("scalar", scalar))
+    elif type_ in argspec.INT_OR_STRING:
+        assert schema["x-kubernetes-int-or-string"] is True
+        assert shape == Shape("scalar", "int-or-string")
+    elif type_ in argspec.FREE_FORM or type_ == "dict":  # a dict without options is free-form
+        assert schema[crds.PRESERVE] is True and shape == conversion.ANY
+    else:
+        assert schema["type"] == "array" and shape == Shape("list", item=conversion.ANY)

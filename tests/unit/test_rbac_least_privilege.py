@@ -71,7 +71,13 @@ PER_KIND = [
     # One informer per watched kind: it lists, then watches.
     Need("", "{}", "list", "kube/informer.py", "list_pages(self._client, path"),
     Need("", "{}", "watch", "kube/informer.py", "stream = self._client.watch("),
-    Need("", "{}/status", "update", "runtime/control/status.py", 'client.request("PUT", path + "/status"'),
+    Need(
+        "",
+        "{}/status",
+        "update",
+        "runtime/control/status.py",
+        'client.request("PUT", path + "/status"',
+    ),
 ]
 # ... on a kind whose watch has a finalizer: added and removed with a JSON patch.
 PER_FINALIZER = [
@@ -93,7 +99,13 @@ MANAGER_RUNTIME = [
     Need(*_CRDS, "get", _WEBHOOK, 'self.client.get(f"{CRD_PATH}/{crd_name}")'),
     Need(*_CRDS, "patch", _WEBHOOK, '"PATCH", f"{CRD_PATH}/{crd_name}",'),
     # Warning and Normal Events on the CRs
-    Need("", "events", "create", "runtime/observe/recorder.py", 'request("POST", f"/api/v1/namespaces/'),
+    Need(
+        "",
+        "events",
+        "create",
+        "runtime/observe/recorder.py",
+        'request("POST", f"/api/v1/namespaces/',
+    ),
 ]
 LEASES = ("coordination.k8s.io", "leases")
 LEADER_ELECTION_RUNTIME = [

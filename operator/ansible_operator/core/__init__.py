@@ -3,7 +3,7 @@ label selectors, image references, ownership, cross-kind watches (related resour
 annotations, shards, leader election, conversion between a kind's versions and what a planned
 run would change. Imports only ``gocompat``.
 
-Other layers use the names below. ``annotations``, ``changes``, ``conditions``,
+Other layers use the names below. ``annotations``, ``argspec``, ``changes``, ``conditions``,
 ``conversion``, ``loops``, ``objects``, ``plan``, ``predicates``, ``reserved_vars``,
 ``timeline_layout`` and ``triggers`` are namespaces (``conditions.mark_running``), their names
 being read best with the module's.
@@ -12,6 +12,7 @@ being read best with the module's.
 from ansible_operator.core import (
     annotations,
     ansible_cores,
+    argspec,
     changes,
     conditions,
     conversion,
@@ -124,6 +125,7 @@ __all__ = [
     "WriteLog",
     "annotations",
     "ansible_cores",
+    "argspec",
     "balance",
     "build_extra_vars",
     "cap",

@@ -28,10 +28,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_operator.core import argspec
+
 ANNOTATION_PREFIX = "conversion.ansible-operator.io/"
 FILE = "meta/conversion.yml"  # in the role a watch names
-_SCALARS = {"str": "str", "path": "str", "sid": "str", "int": "int", "float": "float"}
-_SCALARS |= {"bool": "bool", "bytes": "int-or-string", "bits": "int-or-string"}
 _SEGMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)(\[(\d+)\])?$")
 _VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 _ENTRY_KEYS = ("from", "to", "default")
@@ -106,8 +106,10 @@ def shape_of_options(options: Any, *, camel: bool) -> Shape:
 
 def _shape_of_option(option: Mapping[str, Any], *, camel: bool, kind: str | None = None) -> Shape:
     kind = kind or str(option.get("type", "str"))
-    if kind in _SCALARS:
-        return Shape("scalar", type=_SCALARS[kind])
+    if kind in argspec.SCALARS:
+        return Shape("scalar", type=argspec.SCALARS[kind])
+    if kind in argspec.INT_OR_STRING:
+        return Shape("scalar", type="int-or-string")
     if kind == "dict":
         return shape_of_options(option["options"], camel=camel) if "options" in option else ANY
     if kind == "list":
@@ -115,7 +117,7 @@ def _shape_of_option(option: Mapping[str, Any], *, camel: bool, kind: str | None
         if not isinstance(elements, str):
             return Shape("list", item=ANY)
         return Shape("list", item=_shape_of_option(option, camel=camel, kind=elements))
-    return ANY  # raw, json and what the CRD generator refuses on its own
+    return ANY  # free-form, and what the CRD generator refuses on its own
 
 
 # --- paths: `ports[0].containerPort` ----------------------------------------------------------

@@ -1,6 +1,6 @@
 """Why a reconcile runs: the first reason its key was queued for, kept for the run's record.
 
-Reconciliation stays level-based (``runtime.reconcile``): a trigger never changes what a run
+Reconciliation stays level-based (``runtime.control.reconcile``): a trigger never changes what a run
 does, it only says what woke it, so that a user can tell a spec change from a dependent's loop.
 Several reasons that arrive while a key waits are one run; the first one is its trigger.
 """

@@ -1,4 +1,4 @@
-"""``ansible-operator runs ui``: the runs page (``runtime.runs_page``) served on this machine
+"""``ansible-operator runs ui``: the runs page (``runs.page``) served on this machine
 from the runs of every replica, merged, as ``kubectl proxy`` serves the API: a browser sends
 no bearer token, so this server asks the replicas itself, with the user's own credentials
 (``--token``, or the kubeconfig's), and the page works where the operator's own answers a

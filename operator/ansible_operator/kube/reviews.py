@@ -110,7 +110,7 @@ class MetricsAuth:
         self._users: TTLCache[str, Authentication] = TTLCache(clock=clock)
         self._decisions: TTLCache[tuple[User, tuple[str, ...]], Decision] = TTLCache(clock=clock)
         # Whether a request its path's review denied may go on as its user, who the handler then
-        # checks itself (the run records: runtime.runs_access); None: never.
+        # checks itself (the run records: runs.access); None: never.
         self.scoped: Callable[[web.Request, User], bool] | None = None
 
     async def _create(self, path: str, review: dict[str, Any]) -> dict[str, Any]:

@@ -17,23 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_operator.core import reserved_vars, to_camel, version_priority
+from ansible_operator.core import argspec, reserved_vars, to_camel, version_priority
 from ansible_operator.gocompat import pluralize, to_snake
 from ansible_operator.scaffold import cel_rules
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 PRESERVE = "x-kubernetes-preserve-unknown-fields"
 
-_SCALARS = {
-    "str": "string",
-    "path": "string",
-    "sid": "string",
-    "int": "integer",
-    "float": "number",
-    "bool": "boolean",
-}
-_ANY_TYPES = ("raw", "json", "jsonarg")
-_INT_OR_STRING = ("bytes", "bits")
 _TRUE = ("yes", "on", "1", "true", "y", "t")
 _FALSE = ("no", "off", "0", "false", "n", "f")
 _MARKUP = re.compile(r"\b(RV|[IBCMUVOEPLR])\(([^()]*)\)")
@@ -168,21 +158,22 @@ def _describe(value: Any, *, camel: bool) -> str:
 def _coerce(value: Any, kind: str, where: str) -> Any:
     """A default or choice converted the way Ansible converts it, or a clear error."""
     try:
-        if kind in ("str", "path", "sid"):
+        scalar = argspec.SCALARS.get(kind)
+        if scalar == "str":
             if isinstance(value, dict | list):
                 raise ValueError
             return value if isinstance(value, str) else str(value)
-        if kind == "int":
+        if scalar == "int":
             if isinstance(value, bool):
                 raise ValueError
             if isinstance(value, float) and not value.is_integer():
                 raise ValueError
             return int(value)
-        if kind == "float":
+        if scalar == "float":
             if isinstance(value, bool):
                 raise ValueError
             return float(value)
-        if kind == "bool":
+        if scalar == "bool":
             if isinstance(value, bool):
                 return value
             lowered = str(value).lower()
@@ -269,14 +260,14 @@ def _schema_of(
         schema["description"] = description
     choices = option.get("choices")
 
-    if kind in _SCALARS:
-        schema["type"] = _SCALARS[kind]
+    if kind in argspec.SCALARS:
+        schema["type"] = argspec.JSON_TYPES[argspec.SCALARS[kind]]
         if choices is not None:
             where_choices = f"{where}.choices"
             schema["enum"] = [_coerce(c, kind, where_choices) for c in _as_list(choices, where)]
-    elif kind in _INT_OR_STRING:
+    elif kind in argspec.INT_OR_STRING:
         schema["x-kubernetes-int-or-string"] = True
-    elif kind in _ANY_TYPES:
+    elif kind in argspec.FREE_FORM:
         schema[PRESERVE] = True
     elif kind == "dict":
         schema.update(_object_schema(option, camel=camel, where=where, unexpressed=unexpressed))
@@ -298,8 +289,7 @@ def _schema_of(
         schema["items"] = item
     else:
         raise CrdError(
-            f"{where}: type {kind!r} has no OpenAPI equivalent "
-            "(use str, int, float, bool, list, dict, path, raw, bytes, bits, json)"
+            f"{where}: type {kind!r} has no OpenAPI equivalent (use {argspec.TYPE_NAMES})"
         )
 
     if "default" in option and option["default"] is not None:
@@ -326,7 +316,7 @@ def _as_list(value: Any, where: str) -> list[Any]:
 def _default(value: Any, option: Mapping[str, Any], *, camel: bool, where: str) -> Any:
     kind = option.get("type", "str")
     at = f"{where}.default"
-    if kind in _SCALARS:
+    if kind in argspec.SCALARS:
         coerced = _coerce(value, kind, at)
         choices = option.get("choices")
         if choices is not None and coerced not in [_coerce(c, kind, at) for c in choices]:
@@ -336,7 +326,7 @@ def _default(value: Any, option: Mapping[str, Any], *, camel: bool, where: str) 
         if not isinstance(value, list):
             raise CrdError(f"{at}: {value!r} is not a list")
         elements = option.get("elements")
-        if elements in _SCALARS:
+        if elements in argspec.SCALARS:
             return [_coerce(v, elements, at) for v in value]
         return _with_fields(value, option.get("options"), camel=camel, where=at)
     if kind == "dict":

@@ -6,8 +6,8 @@ failed to preload, a run whose kind's zygote did not fit and so started a new an
 a kind given up on), it appends one JSON line to a file the operator's side made for that
 (`path`, set by the fork server at start and inherited by every fork). The operator's side
 (`Reader`, in client.py) reads the new lines after each run and hands each to its callback, which
-logs the first of each reason and counts them all (runtime/manager/operator.py). Outside a fork server
-(`dev molecule`'s ansible-playbook) a notice is one line on stderr.
+logs the first of each reason and counts them all (runtime/manager/operator.py). Outside a
+fork server (`dev molecule`'s ansible-playbook) a notice is one line on stderr.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ differences: the reconcile histogram measures the Ansible run itself, not its se
 build info also names the ansible-core and ansible-runner versions the runs use. The metrics
 endpoint serves these together with the user metrics that roles post; the probe endpoint answers
 ``/healthz`` and ``/readyz`` as upstream's does. A bind address of ``0`` turns an endpoint off.
-With ``--metrics-secure`` the metrics endpoint speaks HTTPS (runtime/observe/metrics_tls.py), and with
+With ``--metrics-secure`` the metrics endpoint speaks HTTPS (``metrics_tls``), and with
 ``--metrics-require-rbac`` each scrape passes the TokenReview/SubjectAccessReview filter
 (kube/reviews.py) first. ``/readyz`` answers what runtime/manager/readiness.py decides.
 """
