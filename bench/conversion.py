@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry
 from ansible_operator.core.watches import GVK, Watch
 from ansible_operator.kube.client import ApiError, KubeClient
 from ansible_operator.kube.config import load
-from ansible_operator.role_api import load_conversion
+from ansible_operator.project import load_conversion
 from ansible_operator.runtime.manager.conversion_webhook import CRD_PATH, ConversionWebhook
 
 REPO = Path(__file__).resolve().parents[1]

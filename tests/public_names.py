@@ -4,7 +4,7 @@ the names that package's `__init__` lists in `__all__`, never its modules.
 `from ansible_operator.core import GVK` is fine when `core.__all__` lists `GVK` (a submodule it
 lists, such as `conditions`, is a public namespace); `from ansible_operator.core.watches import
 GVK` reaches into a private module and is refused, as is a name `__all__` does not list. Inside
-a package anything goes; a top-level module (`procfs`, `watchfile`) offers its public names.
+a package anything goes; a top-level module (`procfs`, `completion`) offers its public names.
 Usage: `python tests/public_names.py [PACKAGE_DIR]`; prints one line per violation, exit 1.
 """
 

@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import CollectorRegistry
 
 from ansible_operator.core.watches import GVK, Watch
-from ansible_operator.role_api import load_conversion
+from ansible_operator.project import load_conversion
 from ansible_operator.runtime.manager import conversion_webhook
 from ansible_operator.runtime.manager.conversion_webhook import (
     MAX_REVIEW_BYTES,

@@ -33,7 +33,7 @@ from ansible_operator.core.reserved_vars import is_reserved
 from ansible_operator.core.watches import GVK, Watch, WatchesError
 from ansible_operator.gocompat.strcase import map_to_snake, to_snake
 from ansible_operator.kube.config import ConfigError, from_kubeconfig
-from ansible_operator.watchfile import load_watches
+from ansible_operator.project import load_watches
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

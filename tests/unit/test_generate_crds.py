@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from ansible_operator import cli
+from ansible_operator.project import load_watches
 from ansible_operator.scaffold import argocd_health, generate
-from ansible_operator.watchfile import load_watches
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,9 +10,9 @@ import yaml
 
 from ansible_operator import cli
 from ansible_operator.gocompat.strcase import to_snake
+from ansible_operator.project import load_watches
 from ansible_operator.scaffold import generate
 from ansible_operator.scaffold import new_api as newapi
-from ansible_operator.watchfile import load_watches
 
 REPO = Path(__file__).resolve().parents[2]
 FRESH_WATCHES = (

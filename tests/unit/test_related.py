@@ -20,9 +20,9 @@ from ansible_operator.core import (
     triggers,
 )
 from ansible_operator.core.watches import ALL_IN_NAMESPACE, CR_SELECTOR, OBJECT_REF, WatchesError
+from ansible_operator.project import load_watches
 from ansible_operator.runtime.control.related import RelatedWatches
 from ansible_operator.runtime.control.sources import Sources
-from ansible_operator.watchfile import load_watches
 
 PROMETHEUS = GVK("monitoring.example.com", "v1alpha1", "Prometheus")
 MONITOR = GVK("monitoring.example.com", "v1alpha1", "ServiceMonitor")

@@ -20,7 +20,7 @@ from ansible_operator.core.watches import (
     expand_env,
     parse_watches,
 )
-from ansible_operator.watchfile import load_watches, resolve_role, role_candidates
+from ansible_operator.project import load_watches, resolve_role, role_candidates
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 

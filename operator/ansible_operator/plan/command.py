@@ -34,6 +34,7 @@ from ansible_operator.kube import (
     Unreachable,
     list_pages,
 )
+from ansible_operator.project import load_watches
 from ansible_operator.proxy import Proxy, ProxyStartError
 from ansible_operator.runner import ColdRunner, RunnerError, WarmRunner
 from ansible_operator.runtime import (
@@ -47,7 +48,6 @@ from ansible_operator.runtime import (
     select_watches,
     start_ansible,
 )
-from ansible_operator.watchfile import load_watches
 
 PAGE = 500
 

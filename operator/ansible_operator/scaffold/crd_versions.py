@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ansible_operator import role_api
 from ansible_operator.core import Watch
+from ansible_operator.project import role_api
 from ansible_operator.scaffold import crds
 
 WEBHOOK_SERVICE = {"namespace": "system", "name": "webhook-service", "path": "/convert"}

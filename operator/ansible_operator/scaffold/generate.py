@@ -18,10 +18,9 @@ from typing import Any
 
 import yaml
 
-from ansible_operator import role_api
 from ansible_operator.core import GVK, Watch, WatchesError, conversion
+from ansible_operator.project import load_watches, resolve_role, role_api
 from ansible_operator.scaffold import argocd_health, crd_versions, crds, manifest_yaml, samples
-from ansible_operator.watchfile import load_watches, resolve_role
 
 SPEC_FILES = role_api.SPEC_FILES
 DEFAULT_OUTPUT = Path("config/crd/bases")

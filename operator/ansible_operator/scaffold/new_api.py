@@ -24,8 +24,8 @@ import yaml
 
 from ansible_operator import gocompat
 from ansible_operator.core import GVK, WatchesError
+from ansible_operator.project import load_watches
 from ansible_operator.scaffold import argocd_health, crds, generate, project_file
-from ansible_operator.watchfile import load_watches
 
 TEMPLATES = Path(__file__).parent / "templates" / "new_api"
 WATCH_MARKER = "# +kubebuilder:scaffold:watch"

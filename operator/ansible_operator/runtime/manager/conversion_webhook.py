@@ -33,7 +33,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ansible_operator.core import KindConversion, Watch, convert, watched_versions
 from ansible_operator.kube import ApiError, KubeClient, Unreachable
-from ansible_operator.role_api import RoleApiError, load_conversion
+from ansible_operator.project import RoleApiError, load_conversion
 from ansible_operator.runtime.observe.metrics import is_loopback, parse_bind_address
 from ansible_operator.runtime.observe.metrics_tls import CERT_NAME, KEY_NAME, self_signed_pair
 from ansible_operator.runtime.observe.recorder import EventRecorder

@@ -46,6 +46,7 @@ from ansible_operator.kube import (
     Skipped,
     load_credentials,
 )
+from ansible_operator.project import load_watches
 from ansible_operator.proxy import Proxy, ProxyStartError
 from ansible_operator.runner import (
     DEFAULT_BASE_DIR,
@@ -134,7 +135,6 @@ from ansible_operator.runtime.observe.user_metrics import (
     UserMetricsServer,
     UserMetricsServerError,
 )
-from ansible_operator.watchfile import load_watches
 
 log = logging.getLogger("cmd")
 

@@ -1,8 +1,7 @@
 """A watches file on disk: read it, find its playbooks and roles where upstream looks, and hand
 the text to the pure `core.parse_watches`.
 
-Used by `run`, `generate crds`, `new-api` and the dev commands, so it sits below them all and
-above `core`. Roles are searched in upstream's order: an FQCN in the collections paths, then each
+Roles are searched in upstream's order: an FQCN in the collections paths, then each
 `ANSIBLE_ROLES_PATH` entry (`<entry>/<role>`, `<entry>/roles/<role>`), then `roles/<role>`.
 """
 
