@@ -17,9 +17,8 @@ from ansible_operator.core.watches import (
     RoleSearch,
     Watch,
     WatchesError,
-    expand_env,
-    parse_watches,
 )
+from ansible_operator.core.watches_parser import expand_env, parse_watches
 from ansible_operator.project import load_watches, resolve_role, role_candidates
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")

@@ -85,8 +85,8 @@ from ansible_operator.core.watches import (
     RoleSearch,
     Watch,
     WatchesError,
-    parse_watches,
 )
+from ansible_operator.core.watches_parser import parse_watches
 
 __all__ = [
     "DEFAULT_SHARDS",
