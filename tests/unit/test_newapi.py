@@ -11,7 +11,7 @@ import yaml
 from ansible_operator import cli
 from ansible_operator.gocompat.strcase import to_snake
 from ansible_operator.project import load_watches
-from ansible_operator.scaffold import generate
+from ansible_operator.scaffold import generate, yaml_text
 from ansible_operator.scaffold import new_api as newapi
 
 REPO = Path(__file__).resolve().parents[2]
@@ -437,17 +437,17 @@ def test_a_broken_watches_file_is_reported_not_extended(fresh, capsys):
 
 def test_append_to_list_keeps_indentation_and_what_follows():
     text = "a: 1\nitems:\n    - x\n    # note\n    - y\nlast: 2\n"
-    assert newapi.append_to_list(text, "items", "z") == (
+    assert yaml_text.append_to_list(text, "items", "z") == (
         "a: 1\nitems:\n    - x\n    # note\n    - y\n    - z\nlast: 2\n"
     )
-    assert newapi.append_to_list("items:\n", "items", "{a: 1}") == "items:\n  - {a: 1}\n"
-    assert newapi.append_to_list("items:\n- x\n", "items", "y") == "items:\n- x\n- y\n"
-    assert newapi.append_to_list("items: [x]\n", "items", "y") is None
-    assert newapi.append_to_list("other: 1\n", "items", "y") is None
-    multi = newapi.append_to_list("items:\n  - a\n", "items", "k: 1\nl: 2")
+    assert yaml_text.append_to_list("items:\n", "items", "{a: 1}") == "items:\n  - {a: 1}\n"
+    assert yaml_text.append_to_list("items:\n- x\n", "items", "y") == "items:\n- x\n- y\n"
+    assert yaml_text.append_to_list("items: [x]\n", "items", "y") is None
+    assert yaml_text.append_to_list("other: 1\n", "items", "y") is None
+    multi = yaml_text.append_to_list("items:\n  - a\n", "items", "k: 1\nl: 2")
     assert yaml.safe_load(multi) == {"items": ["a", {"k": 1, "l": 2}]}
 
 
 def test_insert_before_marker():
-    assert newapi.insert_before_marker("a\n# m\n", "# m", "b") == "a\nb\n# m\n"
-    assert newapi.insert_before_marker("a\n", "# m", "b") is None
+    assert yaml_text.insert_before_marker("a\n# m\n", "# m", "b") == "a\nb\n# m\n"
+    assert yaml_text.insert_before_marker("a\n", "# m", "b") is None

@@ -25,7 +25,7 @@ import yaml
 from ansible_operator import gocompat
 from ansible_operator.core import GVK, WatchesError
 from ansible_operator.project import load_watches
-from ansible_operator.scaffold import argocd_health, crds, generate, project_file
+from ansible_operator.scaffold import argocd_health, crds, generate, project_file, yaml_text
 
 TEMPLATES = Path(__file__).parent / "templates" / "new_api"
 WATCH_MARKER = "# +kubebuilder:scaffold:watch"
@@ -152,54 +152,6 @@ def _project_domain(project: Path) -> str | None:
         return None
 
 
-# --- text edits of YAML files ---------------------------------------------------------------------
-
-
-def insert_before_marker(text: str, marker: str, block: str) -> str | None:
-    """`block` inserted on the lines just before `marker`; None without the marker."""
-    lines = text.splitlines(keepends=True)
-    for i, line in enumerate(lines):
-        if line.strip() == marker:
-            return "".join(lines[:i]) + _lines(block) + "".join(lines[i:])
-    return None
-
-
-def _lines(block: str) -> str:
-    return block if block.endswith("\n") else block + "\n"
-
-
-def append_to_list(text: str, key: str, item: str) -> str | None:
-    """`item` (YAML for one list element, without indentation) appended to the block sequence
-    under the top-level `key`; None when the file does not have that shape."""
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, ln in enumerate(lines) if re.match(rf"^{re.escape(key)}:\s*$", ln)), -1)
-    if start < 0:
-        return None
-    indent: str | None = None
-    last = start
-    for i in range(start + 1, len(lines)):
-        stripped = lines[i].strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        if not lines[i][:1].isspace() and not stripped.startswith("- "):
-            break  # the next top-level key
-        if indent is None:
-            match = re.match(r"^(\s*)- ", lines[i])
-            if not match:
-                return None
-            indent = match.group(1)
-        last = i
-    indent = "  " if indent is None else indent
-    cont = indent + "  "
-    item_lines = item.rstrip("\n").splitlines()
-    block = indent + "- " + item_lines[0] + "\n"
-    block += "".join(cont + ln + "\n" for ln in item_lines[1:])
-    head = "".join(lines[: last + 1])
-    if not head.endswith("\n"):
-        head += "\n"
-    return head + block + "".join(lines[last + 1 :])
-
-
 # --- the plan of files ----------------------------------------------------------------------------
 
 
@@ -226,8 +178,8 @@ def _watch_entry(api: NewApi) -> str:
 def _watches_change(watches_file: Path, api: NewApi) -> Change:
     text = watches_file.read_text(encoding="utf-8")
     entry = _watch_entry(api)
-    gap = "\n" if _needs_gap(text) else ""
-    new = insert_before_marker(text, WATCH_MARKER, gap + entry)
+    gap = "\n" if yaml_text.entries_spaced(text) else ""
+    new = yaml_text.insert_before_marker(text, WATCH_MARKER, gap + entry)
     if new is None:
         new = (text.rstrip("\n") + "\n" + gap if text.strip() else "---\n") + entry
     expected = yaml.safe_load(entry)[0]
@@ -243,11 +195,6 @@ def _watches_change(watches_file: Path, api: NewApi) -> Change:
     return Change(watches_file, new, created=False)
 
 
-def _needs_gap(text: str) -> bool:
-    """Whether the entries of a watches file are separated by blank lines."""
-    return "\n\n- " in text
-
-
 def _kustomization_change(path: Path, marker: str, entry: str) -> Change | None:
     """`entry` added to a kustomization's resources, when the file exists and lacks it."""
     if not path.is_file():
@@ -256,9 +203,9 @@ def _kustomization_change(path: Path, marker: str, entry: str) -> Change | None:
     data = yaml.safe_load(text) or {}
     if entry in (data.get("resources") or []):
         return None
-    new = insert_before_marker(text, marker, f"  - {entry}") if marker in text else None
+    new = yaml_text.insert_before_marker(text, marker, f"  - {entry}") if marker in text else None
     if new is None:
-        new = append_to_list(text, "resources", entry)
+        new = yaml_text.append_to_list(text, "resources", entry)
     if new is None:
         data.setdefault("resources", []).append(entry)
         new = yaml.safe_dump(data, sort_keys=False)
@@ -303,23 +250,16 @@ def _rbac_change(path: Path, api: NewApi) -> Change | None:
         return False
 
     new: str | None = None
-    if len(docs) == 1 and _last_key(text) == "rules":
+    if len(docs) == 1 and yaml_text.last_key(text) == "rules":
         new = text
         for rule in missing:
             rule_text = yaml.safe_dump(rule, sort_keys=False, default_flow_style=None)
-            new = append_to_list(new, "rules", rule_text) if new is not None else None
+            new = yaml_text.append_to_list(new, "rules", rule_text) if new is not None else None
     if new is None or not has_rules(new):
         role.setdefault("rules", [])
         role["rules"] = [*(role["rules"] or []), *missing]
         new = "---\n" + "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs)
     return Change(path, new, created=created, check=has_rules)
-
-
-def _last_key(text: str) -> str | None:
-    node = yaml.compose(text)
-    if isinstance(node, yaml.MappingNode) and node.value:
-        return str(node.value[-1][0].value)
-    return None
 
 
 def _molecule_vars_change(path: Path, api: NewApi) -> Change | None:
@@ -333,7 +273,7 @@ def _molecule_vars_change(path: Path, api: NewApi) -> Change | None:
     item = {"api_version": api.api_version, "kind": api.kind}
     if item in (data.get("watched_kinds") or []):
         return None
-    new = append_to_list(text, "watched_kinds", _watched_kind(api))
+    new = yaml_text.append_to_list(text, "watched_kinds", _watched_kind(api))
     if new is None:
         return None
 
