@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_operator.gocompat.strcase import to_snake
-from ansible_operator.scaffold import crds
+from ansible_operator.scaffold import crd_columns, crds
 from ansible_operator.scaffold.crds import CrdError, Names, VersionSource, option_schema
 
 
@@ -278,7 +278,7 @@ def test_names_scope_and_columns_are_kept_from_an_existing_crd():
     assert crd["spec"]["scope"] == "Cluster"
     columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
     mine = {"name": "Mine", "type": "string", "jsonPath": ".status.x"}
-    assert {**mine, "description": crds.HAND_MARK} in columns
+    assert {**mine, "description": crd_columns.HAND_MARK} in columns
     assert columns[-1]["name"] == "Age", "the columns of the spec and status are there too"
 
 
@@ -500,7 +500,7 @@ def test_a_column_path_exists_while_its_spec_fields_do(path, exists):
         camel=True,
         where="w",
     )
-    assert crds.spec_path_exists(path, spec) is exists
+    assert crd_columns.spec_path_exists(path, spec) is exists
 
 
 def test_kept_columns_of_options_that_are_gone_are_removed():
@@ -538,20 +538,20 @@ def test_columns_follow_the_spec_and_hand_added_ones_survive_marked():
         {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "description": "P"},
     ]
     spec = {"properties": {**SPEC["properties"], "labels": {"type": "object"}}}
-    columns = crds.printer_columns(spec, False, existing)
+    columns = crd_columns.printer_columns(spec, False, existing)
     assert columns == [
         {"name": "Size", "type": "integer", "jsonPath": ".spec.size", "priority": 1},
         {"name": "Name", "type": "string", "jsonPath": ".spec.name"},
         {"name": "Phase", "type": "string", "jsonPath": ".status.phase",
-         "description": f"P {crds.HAND_MARK}"},
+         "description": f"P {crd_columns.HAND_MARK}"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]  # fmt: skip
-    assert crds.printer_columns(spec, False, columns) == columns, "stable"
+    assert crd_columns.printer_columns(spec, False, columns) == columns, "stable"
     mine = {
         "name": "Big",
         "type": "integer",
         "jsonPath": ".spec.size",
-        "description": crds.HAND_MARK,
+        "description": crd_columns.HAND_MARK,
     }
-    again = crds.printer_columns(spec, False, [mine])
+    again = crd_columns.printer_columns(spec, False, [mine])
     assert [c["name"] for c in again] == ["Name", "Big", "Age"]

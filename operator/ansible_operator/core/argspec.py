@@ -15,4 +15,6 @@ JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boo
 INT_OR_STRING = ("bytes", "bits")
 FREE_FORM = ("raw", "json", "jsonarg")
 CONTAINERS = ("list", "dict")
+# How a CRD's schema says "anything" (a free-form type, a dict without options).
+PRESERVE = "x-kubernetes-preserve-unknown-fields"
 TYPE_NAMES = "str, int, float, bool, list, dict, path, raw, bytes, bits, json"  # for messages

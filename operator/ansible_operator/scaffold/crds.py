@@ -11,7 +11,6 @@ printer columns follow the spec, and those the author added are kept, marked as 
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,10 +18,10 @@ from typing import Any
 
 from ansible_operator.core import argspec, reserved_vars, to_camel, version_priority
 from ansible_operator.gocompat import pluralize, to_snake
-from ansible_operator.scaffold import cel_rules
+from ansible_operator.scaffold import cel_rules, crd_columns
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
-PRESERVE = "x-kubernetes-preserve-unknown-fields"
+PRESERVE = argspec.PRESERVE
 
 _TRUE = ("yes", "on", "1", "true", "y", "t")
 _FALSE = ("no", "off", "0", "false", "n", "f")
@@ -427,94 +426,6 @@ def spec_schema(
 # --- the CRD --------------------------------------------------------------------------------------
 
 
-def status_columns(manage_status: bool) -> list[dict[str, Any]]:
-    """Printer columns for the conditions the operator writes (none when it writes none)."""
-    columns: list[dict[str, Any]] = []
-    if manage_status:
-        columns += [
-            {
-                "name": "Successful",
-                "type": "string",
-                "description": "Whether the last reconciliation succeeded",
-                "jsonPath": '.status.conditions[?(@.type=="Successful")].status',
-            },
-            {
-                "name": "Reason",
-                "type": "string",
-                "description": "Running, Successful or Failed",
-                "jsonPath": '.status.conditions[?(@.type=="Running")].reason',
-            },
-            {
-                "name": "Message",
-                "type": "string",
-                "priority": 1,
-                "description": "Why the last reconciliation failed",
-                "jsonPath": '.status.conditions[?(@.type=="Failure")].message',
-            },
-        ]
-    columns.append({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"})
-    return columns
-
-
-def spec_columns(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A column per top-level scalar field; those that always have a value are shown by default."""
-    columns = []
-    required = set(spec.get("required", []))
-    for name, schema in (spec.get("properties") or {}).items():
-        if schema.get("type") not in ("string", "integer", "number", "boolean"):
-            continue
-        column: dict[str, Any] = {
-            "name": name[:1].upper() + name[1:],
-            "type": schema["type"],
-            "jsonPath": f".spec.{name}",
-        }
-        if name not in required and "default" not in schema:
-            column["priority"] = 1
-        columns.append(column)
-    return columns
-
-
-# In a printer column's description: a column the author added, which generate crds keeps.
-HAND_MARK = "(added by hand, kept by generate crds)"
-
-
-def _generated_shape(column: Mapping[str, Any], status_paths: set[str]) -> bool:
-    """Whether a column looks like one `generate crds` writes: a top-level spec field's under
-    its own name, or one of the status columns."""
-    path = column.get("jsonPath")
-    if path in status_paths:
-        return True
-    name = path[len(".spec.") :] if isinstance(path, str) and path.startswith(".spec.") else ""
-    return bool(name) and "." not in name and column.get("name") == name[:1].upper() + name[1:]
-
-
-def printer_columns(
-    spec: Mapping[str, Any], manage_status: bool, existing: Sequence[Any] | None
-) -> list[dict[str, Any]]:
-    """The columns of the current spec and status, with the existing columns the author added
-    kept between them, marked with HAND_MARK. A column that looks like a generated one is the
-    generator's, and goes once its field is gone or no longer a scalar; an author keeps an
-    edited generated column by marking it. A kept column of a spec field that is gone goes."""
-    spec_part, status_part = spec_columns(spec), status_columns(manage_status)
-    all_status = {str(c["jsonPath"]) for c in status_columns(True)}
-    hand: list[dict[str, Any]] = []
-    for column in existing or []:
-        if not isinstance(column, dict) or not spec_path_exists(column.get("jsonPath"), spec):
-            continue
-        description = str(column.get("description") or "")
-        if HAND_MARK not in description:
-            if _generated_shape(column, all_status):
-                continue
-            column = {**column, "description": f"{description} {HAND_MARK}".strip()}
-        hand.append(copy.deepcopy(column))
-    kept = {c.get("jsonPath") for c in hand}
-    return [
-        *(c for c in spec_part if c["jsonPath"] not in kept),
-        *hand,
-        *(c for c in status_part if c["jsonPath"] not in kept),
-    ]
-
-
 def build_crd(
     group: str,
     names: Names,
@@ -531,7 +442,7 @@ def build_crd(
     version is `storage`, else the highest; `conversion` is the CRD's `spec.conversion`."""
     if not sources:
         raise CrdError(f"{names.kind}.{group}: no version to generate")
-    kept_columns = _existing_columns(existing)
+    kept_columns = crd_columns.existing(existing)
     if storage is None:
         storage = max(sources, key=lambda s: version_priority(s.version)).version
     versions = []
@@ -558,7 +469,9 @@ def build_crd(
         }
         if spec.get("required"):
             root["required"] = ["spec"]
-        columns = printer_columns(spec, source.manage_status, kept_columns.get(source.version))
+        columns = crd_columns.printer_columns(
+            spec, source.manage_status, kept_columns.get(source.version)
+        )
         versions.append(
             {
                 "name": source.version,
@@ -609,33 +522,6 @@ def names_from(existing: Mapping[str, Any] | None, kind: str) -> Names:
     if spec.get("scope") in ("Namespaced", "Cluster"):
         names.scope = spec["scope"]
     return names
-
-
-_SPEC_PATH = re.compile(r"^\.spec((?:\.[A-Za-z0-9_-]+)*)")
-
-
-def spec_path_exists(json_path: Any, spec: Mapping[str, Any]) -> bool:
-    """Whether a printer column's `.spec.a.b` path names fields the spec schema still has (a
-    path that is not under `.spec`, or goes through free-form data, is kept)."""
-    found = _SPEC_PATH.match(json_path) if isinstance(json_path, str) else None
-    if not found:
-        return True
-    schema: Mapping[str, Any] = spec
-    for name in found.group(1).split(".")[1:]:
-        if schema.get(PRESERVE) or "properties" not in schema:
-            return True
-        if name not in schema["properties"]:
-            return False
-        schema = schema["properties"][name]
-    return True
-
-
-def _existing_columns(existing: Mapping[str, Any] | None) -> dict[str, list[dict[str, Any]]]:
-    kept: dict[str, list[dict[str, Any]]] = {}
-    for version in ((existing or {}).get("spec") or {}).get("versions") or []:
-        if isinstance(version, dict) and "additionalPrinterColumns" in version:
-            kept[str(version.get("name"))] = copy.deepcopy(version["additionalPrinterColumns"])
-    return kept
 
 
 def describes(crd: Any, group: str, kind: str) -> bool:
