@@ -25,11 +25,12 @@ from typing import Any
 import aiohttp
 
 from ansible_operator.core import GVK, Watch, WriteLog
-from ansible_operator.kube import KubeClient, ResourceInfo, auth_headers
+from ansible_operator.kube import Discovery, KubeClient, ResourceInfo, auth_headers
 from ansible_operator.kube import load_credentials as load
 from ansible_operator.proxy import Proxy
 from ansible_operator.runtime.control.dependents import DependentWatches, apply_event, event_owners
 from ansible_operator.runtime.control.dependents import Subscription as Sub
+from ansible_operator.runtime.control.sources import Sources
 
 OWNER_GVK = GVK("bench.example.com", "v1", "Bench")
 
@@ -198,8 +199,9 @@ def deployment(i: int) -> dict:
 def memory(objects: int, kinds: int) -> None:
     owner = Watch(OWNER_GVK)
     subs = {OWNER_GVK: Sub(by_reference=True)}
-    deps = DependentWatches(KubeClient(load()))
-    deps.add_owner(owner, lambda key: None)
+    client = KubeClient(load())
+    deps = DependentWatches(Sources(client, Discovery(client)))
+    deps.add_owner(owner, lambda request: None)
 
     def owners_of(obj: dict) -> frozenset:
         return event_owners(obj, subs, deps.owners)
@@ -221,11 +223,9 @@ def memory(objects: int, kinds: int) -> None:
             async def get(self, *args: Any, **kwargs: Any) -> Any:
                 await asyncio.Event().wait()
 
-            async def resource(self, *args: Any, **kwargs: Any) -> Any:
-                raise LookupError
-
-        watches = DependentWatches(Idle())  # type: ignore[arg-type]
-        watches.add_owner(owner, lambda key: None)
+        idle: Any = Idle()
+        watches = DependentWatches(Sources(idle, Discovery(idle)))
+        watches.add_owner(owner, lambda request: None)
         watches._running = True
         start = tracemalloc.get_traced_memory()[0]
         for k in range(kinds):
