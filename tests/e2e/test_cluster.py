@@ -9,7 +9,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from ansible_operator.devcluster import binaries, deploy
+from ansible_operator.devcluster import binaries, components, deploy
 
 from .crds import install_crds
 from .rbac import account_binding
@@ -217,6 +217,39 @@ def test_a_deploy_says_no_container_runs_only_where_every_node_is_kwoks(cluster)
             assert not deploy.no_container_runs(kubectl, cluster.kubeconfig)
         finally:
             core.delete_node(node.metadata.name)
+
+
+def test_kwok_manages_only_the_nodes_annotated_for_it(cluster):
+    # A real kubelet's Node must stay its kubelet's: kwok takes only the Nodes annotated
+    # kwok.x-k8s.io/node=fake. The plain Node is created first, so kwok, which handles the
+    # Nodes' events in order, has seen it by the time it reports the annotated one Ready.
+    suffix = uuid.uuid4().hex[:8]
+
+    def node(name: str, annotations: dict[str, str]) -> client.V1Node:
+        return client.V1Node(
+            metadata=client.V1ObjectMeta(name=name, annotations=annotations),
+            spec=client.V1NodeSpec(
+                unschedulable=True,
+                taints=[client.V1Taint(key="e2e.example.com/real", effect="NoSchedule")],
+            ),
+        )
+
+    plain, fake = f"real-{suffix}", f"fake-{suffix}"
+    with cluster.api_client() as api_client:
+        core = client.CoreV1Api(api_client)
+        core.create_node(node(plain, {}))
+        core.create_node(node(fake, {components.KWOK_NODE: "fake"}))
+        try:
+
+            def ready(name: str) -> bool:
+                conditions = core.read_node(name).status.conditions or []
+                return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+            wait_until(lambda: ready(fake), what=f"kwok to report {fake} Ready")
+            assert not core.read_node(plain).status.conditions
+        finally:
+            core.delete_node(plain)
+            core.delete_node(fake)
 
 
 def test_a_deploy_by_a_user_who_may_not_list_nodes_is_not_refused_for_it(

@@ -165,7 +165,8 @@ def build(
                 str(bins["kwok"]),
                 f"--kubeconfig={kubeconfig}",
                 f"--config={layout.kwok_config}",
-                "--manage-all-nodes=true",
+                # Only the fake node: a real kubelet's Node beside it is its own.
+                f"--manage-nodes-with-annotation-selector={KWOK_NODE}=fake",
                 f"--cidr={POD_CIDR}",
                 "--node-ip=127.0.0.1",
                 "--node-lease-duration-seconds=40",
