@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TextIO
 
 from ansible_operator.dev import launcher, project
 from ansible_operator.dev.project import Kubectl, ProjectError
@@ -29,11 +30,19 @@ CONVERSION_TIMEOUT = 60.0  # for the API server to call the operator's webhook, 
 
 
 def _say(message: str = "") -> None:
-    print(message, flush=True)
+    _line(sys.stdout, message)
 
 
 def _progress(message: str) -> None:
-    print(f"[dev-cluster] {message}", file=sys.stderr, flush=True)
+    _line(sys.stderr, f"[dev-cluster] {message}")
+
+
+def _line(stream: TextIO, text: str) -> None:
+    """One line in one write: the operator writes to the same stream, and ``print`` writes the
+    text and its newline apart, which an unbuffered stream (``python -u``) lets the operator's
+    lines fall between."""
+    stream.write(f"{text}\n")
+    stream.flush()
 
 
 def run(project_dir: Path, namespace: str, kubeconfig: Path | None, local: bool = False) -> int:
