@@ -1,6 +1,6 @@
 """One controller per watches.yaml entry: requests in, a de-duplicated queue, workers out.
 
-Its sources' handlers (``runtime.handlers``: for the kind's own objects, for the owners of its
+Its sources' handlers (``handlers``: for the kind's own objects, for the owners of its
 dependents, for the CRs a related object concerns) turn events into requests and ``enqueue``
 them; the controller keeps the queue, the workers and the scheduling. ``workers`` coroutines
 take keys and call the reconciler with the key and why it runs (``reconcile.Request``); the

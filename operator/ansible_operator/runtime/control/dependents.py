@@ -3,7 +3,7 @@
 A kind is watched once the proxy has seen a run write (or read back) an object of that kind
 that carries a mark of the run's owner kind, so only written kinds are ever watched, and a kind
 is watched once for every owner watch that needs it. Each watch is a source
-(``runtime.sources``, as for the primary kinds) whose handler (``handlers.ForOwners``) maps an
+(``sources``, as for the primary kinds) whose handler (``handlers.ForOwners``) maps an
 event to its owners through this index (``apply_event``), which keeps, per object it maps to an
 owner, the hashes of the fields of what operator-lib's DependentPredicate compares
 (``core.changes``: enough to decide whether an update counts, and to name the fields that

@@ -1,7 +1,7 @@
 """Cross-kind watches: a change to an object of another kind reconciles the CRs it concerns.
 
 A watch's ``relatedResources`` (docs/role-authors-guide.md, section 8) each become sources
-(``runtime.sources``, as for every watched kind), one per watched namespace (or one for all),
+(``sources``, as for every watched kind), one per watched namespace (or one for all),
 that ask the API server for the objects the entry's ``selector`` matches only. Which CRs an
 object concerns is ``core.related``'s decision, over an index of the CRs fed by the watched
 kind's own events (``index_of``: the first handler of the kind's source): no CR is read

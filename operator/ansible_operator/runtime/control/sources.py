@@ -1,5 +1,5 @@
 """Sources, in controller-runtime's shape: one informer (``kube/informer.py``) per kind and
-scope, whose events go to its handlers in order (``runtime.handlers``).
+scope, whose events go to its handlers in order (``handlers``).
 
 Every watch of the operator is a source made here, so each counts its events in
 ``ansible_operator_watch_events_total`` and reports the objects it skips (a log line, the
