@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from ansible_operator.core import GVK, Candidate, LeaseRecord, ShardSpace, balance, objects
 from ansible_operator.kube import ApiError, Discovery, KubeClient, Unreachable, list_pages
+from ansible_operator.runtime.control.controller import Controller
 from ansible_operator.runtime.control.gate import RunGate
 from ansible_operator.runtime.control.handlers import ForObject
 from ansible_operator.runtime.manager.leader import (
@@ -358,7 +359,6 @@ class ShardedControllers:
         acting: Callable[[], frozenset[int]],
     ) -> None:
         self.handlers = handlers
-        self.controllers = [handler.controller for handler in handlers]
         self.space = space
         self._client = client
         self._discovery = discovery
@@ -369,6 +369,10 @@ class ShardedControllers:
         self._acting = acting
         self.server_side: dict[GVK, bool] = {}
         self._selectors: dict[GVK, str] = {}
+
+    @property
+    def controllers(self) -> list[Controller]:
+        return [handler.controller for handler in self.handlers]
 
     def params(self, gvk: GVK) -> dict[str, str]:
         """The list and watch parameters of ``gvk``'s informers: the shards acted on, where the
