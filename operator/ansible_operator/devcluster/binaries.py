@@ -27,6 +27,7 @@ KWOK_VERSION = "v0.8.0"  # built on k8s.io/* v0.36.1
 BIN_DIR_ENV = "ANSIBLE_OPERATOR_K8S_BIN_DIR"
 KUBE_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 ALL_BINARIES = ("etcd", *KUBE_BINARIES, "kwok")
+NODE_BINARIES = ("kubelet", "kube-proxy")  # only for a real node (`dev-cluster up --real-node`)
 GOTOOLS_DIR = Path(__file__).parent / "gotools"
 
 # How each binary reports its version, and the version prefix we accept (same minor).
@@ -36,6 +37,8 @@ _VERSION_PROBES: dict[str, tuple[list[str], str]] = {
     "kube-controller-manager": (["--version"], KUBERNETES_VERSION.rsplit(".", 1)[0] + "."),
     "kube-scheduler": (["--version"], KUBERNETES_VERSION.rsplit(".", 1)[0] + "."),
     "kubectl": (["version", "--client"], KUBERNETES_VERSION.rsplit(".", 1)[0] + "."),
+    "kubelet": (["--version"], KUBERNETES_VERSION.rsplit(".", 1)[0] + "."),
+    "kube-proxy": (["--version"], KUBERNETES_VERSION.rsplit(".", 1)[0] + "."),
     "kwok": (["--version"], KWOK_VERSION.rsplit(".", 1)[0] + "."),
 }
 
@@ -98,9 +101,11 @@ def version_matches(name: str, output: str) -> bool:
     return any(v.startswith(want) for v in versions)
 
 
-def _from_dir(directory: Path) -> tuple[dict[str, Path], list[str]]:
+def _from_dir(
+    directory: Path, names: tuple[str, ...] = ALL_BINARIES
+) -> tuple[dict[str, Path], list[str]]:
     found, missing = {}, []
-    for name in ALL_BINARIES:
+    for name in names:
         path = directory / name
         if path.is_file() and os.access(path, os.X_OK):
             found[name] = path.resolve()
@@ -109,32 +114,37 @@ def _from_dir(directory: Path) -> tuple[dict[str, Path], list[str]]:
     return found, missing
 
 
-def _from_path(env: Mapping[str, str]) -> dict[str, Path]:
+def _from_path(env: Mapping[str, str], names: tuple[str, ...]) -> dict[str, Path]:
     found = {}
-    for name in ALL_BINARIES:
+    for name in names:
         where = shutil.which(name, path=env.get("PATH", os.defpath))
         if where and version_matches(name, reported_version(Path(where))):
             found[name] = Path(where).resolve()
     return found
 
 
-def find(bin_dir: Path | None = None, environ: Mapping[str, str] | None = None) -> Binaries:
-    """Locate every binary without building; raise BinariesError naming what is missing."""
+def find(
+    bin_dir: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    names: tuple[str, ...] = ALL_BINARIES,
+) -> Binaries:
+    """Locate ``names`` (default: the control plane's) without building; raise BinariesError
+    naming what is missing."""
     env = os.environ if environ is None else environ
     explicit = bin_dir or (Path(env[BIN_DIR_ENV]) if env.get(BIN_DIR_ENV) else None)
     if explicit is not None:
-        found, missing = _from_dir(explicit)
+        found, missing = _from_dir(explicit, names)
         if missing:
             raise BinariesError(f"{explicit}: " + _how_to_provide(missing))
         return Binaries(found, f"directory {explicit}")
 
-    cached, _ = _from_dir(cache_bin_dir(env))
-    on_path = _from_path(env)
+    cached, _ = _from_dir(cache_bin_dir(env), names)
+    on_path = _from_path(env, names)
     paths = {**cached, **on_path}
-    missing = [name for name in ALL_BINARIES if name not in paths]
+    missing = [name for name in names if name not in paths]
     if missing:
         raise BinariesError(_how_to_provide(missing))
-    source = "PATH" if len(on_path) == len(ALL_BINARIES) else "cache " + str(cache_bin_dir(env))
+    source = "PATH" if len(on_path) == len(names) else "cache " + str(cache_bin_dir(env))
     return Binaries(paths, source)
 
 
@@ -160,18 +170,19 @@ def ensure(
     bin_dir: Path | None = None,
     environ: Mapping[str, str] | None = None,
     progress: Progress | None = None,
+    names: tuple[str, ...] = ALL_BINARIES,
 ) -> Binaries:
-    """Locate the binaries, building the missing ones into the cache when no directory is given."""
+    """Locate ``names``, building the missing ones into the cache when no directory is given."""
     env = os.environ if environ is None else environ
     try:
-        return find(bin_dir, env)
+        return find(bin_dir, env, names)
     except BinariesError:
         if bin_dir or env.get(BIN_DIR_ENV):
             raise
-    on_path = _from_path(env)
-    cached, _ = _from_dir(cache_bin_dir(env))
-    build([n for n in ALL_BINARIES if n not in on_path and n not in cached], env, progress)
-    return find(None, env)
+    on_path = _from_path(env, names)
+    cached, _ = _from_dir(cache_bin_dir(env), names)
+    build([n for n in names if n not in on_path and n not in cached], env, progress)
+    return find(None, env, names)
 
 
 def _say(progress: Progress | None, message: str) -> None:
@@ -253,18 +264,17 @@ def run_with_ticker(
 
 
 def build(
-    names: list[str] | tuple[str, ...] | None = None,
+    names: list[str] | tuple[str, ...] = ALL_BINARIES,
     environ: Mapping[str, str] | None = None,
     progress: Progress | None = None,
 ) -> Path:
-    """Build ``names`` (default: those not in the cache yet) from Go modules into the cache.
+    """Build those of ``names`` not in the cache yet from Go modules into the cache.
 
     Returns the cache's bin directory.
     """
     env = dict(os.environ if environ is None else environ)
     out = cache_bin_dir(env)
-    if names is None:
-        names = _from_dir(out)[1]
+    names = _from_dir(out, tuple(names))[1]
     if not names:
         _say(progress, f"all binaries are in {out}")
         return out

@@ -25,7 +25,7 @@ import yaml
 
 from ansible_operator.core import conditions
 from ansible_operator.devcluster import certs as certs_mod
-from ansible_operator.devcluster import components, processes
+from ansible_operator.devcluster import components, node, node_host, node_images, processes
 from ansible_operator.devcluster.binaries import Binaries
 from ansible_operator.devcluster.components import Component, Layout
 from ansible_operator.devcluster.kubeapi import LocalApi, insecure_tls, probe
@@ -153,6 +153,10 @@ class DevCluster:
         order = list(reversed(list(refs)))
         self._say(f"stopping {', '.join(order)}")
         processes.stop([refs[n] for n in order])
+        if state.get("real_node"):
+            left = node_host.clean(node.NodeLayout(self.layout), self._say)
+            if left:
+                self._say(f"the real node left behind (remove by hand): {'; '.join(left)}")
         self.layout.state_file.unlink(missing_ok=True)
         return True
 
@@ -178,17 +182,24 @@ class DevCluster:
 
     # -- up ------------------------------------------------------------------------------------
 
-    def up(self, bins: Binaries, *, feature_gates: str = "") -> Path:
+    def up(self, bins: Binaries, *, feature_gates: str = "", real_node: bool = False) -> Path:
         """Start the cluster, or reuse the healthy one already running with the same
-        ``feature_gates`` (the API server's, ``Name=true,...``); return the kubeconfig."""
+        ``feature_gates`` (the API server's, ``Name=true,...``) and node; return the kubeconfig.
+        ``real_node`` adds a node that runs containers (``bins`` with the kubelet's)."""
         with self._locked():
             state = self._read_state()
-            if state is not None:
+            if state is not None and self.is_healthy():
                 running_gates = state.get("feature_gates", "")
-                if running_gates != feature_gates and self.is_healthy():
+                if running_gates != feature_gates:
                     raise ClusterError(
                         f"the cluster in {self.layout.state_dir} runs with feature gates "
                         f"{running_gates or '(none)'!r}, not {feature_gates or '(none)'!r}; "
+                        "run 'dev-cluster down' first"
+                    )
+                if bool(state.get("real_node")) != real_node:
+                    raise ClusterError(
+                        f"the cluster in {self.layout.state_dir} runs "
+                        f"{'with' if state.get('real_node') else 'without'} a real node; "
                         "run 'dev-cluster down' first"
                     )
                 if self.is_healthy():
@@ -199,7 +210,7 @@ class DevCluster:
             last_error: ClusterError | None = None
             for _ in range(START_ATTEMPTS):
                 try:
-                    return self._start(bins, feature_gates)
+                    return self._start(bins, feature_gates, real_node)
                 except PortTaken as err:
                     last_error = err
                     self._stop_recorded()
@@ -216,15 +227,12 @@ class DevCluster:
         for sub in ("data", "logs"):
             (self.layout.state_dir / sub).mkdir(parents=True)
 
-    def _start(self, bins: Binaries, feature_gates: str) -> Path:
+    def _start(self, bins: Binaries, feature_gates: str, real_node: bool) -> Path:
         started_at = time.monotonic()
         self._fresh_state_dir()
         cluster_certs = certs_mod.generate(self.layout.certs.directory)
-        ports = dict(
-            zip(
-                components.PORT_NAMES, processes.free_ports(len(components.PORT_NAMES)), strict=True
-            )
-        )
+        names = components.PORT_NAMES + (node.PORT_NAMES if real_node else ())
+        ports = dict(zip(names, processes.free_ports(len(names)), strict=True))
         server = f"https://127.0.0.1:{ports['kube-apiserver']}"
         write_kubeconfig(self.layout.kubeconfig, server, cluster_certs)
         stages = resources.files("ansible_operator.devcluster").joinpath("kwok-stages.yaml")
@@ -235,6 +243,7 @@ class DevCluster:
             "server": server,
             "ports": ports,
             "feature_gates": feature_gates,
+            "real_node": real_node,
             "components": {},
         }
         by_name = {c.name: c for c in comps}
@@ -278,7 +287,12 @@ class DevCluster:
         rest = [c for c in comps if c.name not in ("etcd", "kube-apiserver")]
         for comp in rest:
             launch(comp)
-        self._create(api, "/api/v1/nodes", components.fake_node(NODE_NAME), f"node {NODE_NAME}")
+        self._create(
+            api,
+            "/api/v1/nodes",
+            components.fake_node(NODE_NAME, tainted=real_node),
+            f"node {NODE_NAME}",
+        )
         self._wait_healthy(rest, state)
         self._wait_for(
             api,
@@ -290,8 +304,61 @@ class DevCluster:
         self._wait_for(
             api, f"/api/v1/nodes/{NODE_NAME}", f"node {NODE_NAME} Ready", _node_ready, state
         )
+        if real_node:
+            self._start_real_node(bins, api, ports, launch, state)
         self._say(f"cluster ready in {time.monotonic() - started_at:.1f}s")
         return self.kubeconfig
+
+    def _start_real_node(
+        self,
+        bins: Binaries,
+        api: LocalApi,
+        ports: dict[str, int],
+        launch: Callable[[Component], None],
+        state: dict,
+    ) -> None:
+        """containerd, the kubelet and kube-proxy, on a machine made ready for them."""
+        started_at = time.monotonic()
+        layout = node.NodeLayout(self.layout)
+        node_host.clean(layout, self._say)  # what a killed run of this cluster left behind
+        layout.root.mkdir(parents=True, exist_ok=True)
+        layout.containerd_config.write_text(node.containerd_config(layout, ports))
+        layout.cni_config_dir.mkdir(exist_ok=True)
+        (layout.cni_config_dir / "10-bridge.conflist").write_text(node.cni_config(layout))
+        layout.kubelet_config.write_text(node.kubelet_config(layout, ports))
+        try:
+            node_host.prepare(layout, ports["kube-apiserver"])
+        except node_host.NodeHostError as err:
+            raise ClusterError(str(err)) from None
+        containerd, kubelet, kube_proxy = node.components(bins, layout, ports)
+        launch(containerd)
+        self._wait_healthy([containerd], state)
+        try:
+            node_images.load_sandbox_image(layout, self._say)
+        except node_images.ImageError as err:
+            raise ClusterError(str(err)) from None
+        launch(kubelet)
+        launch(kube_proxy)
+        self._wait_healthy([kubelet, kube_proxy], state)
+        self._wait_for(
+            api, f"/api/v1/nodes/{node.NAME}", f"node {node.NAME} Ready", _node_ready, state
+        )
+        self._say(f"real node {node.NAME} ready in {time.monotonic() - started_at:.1f}s")
+
+    def load_image(self, image: str) -> None:
+        """Copy ``image`` from podman's store into the real node's containerd."""
+        state = self._read_state()
+        if state is None or not state.get("real_node"):
+            raise ClusterError(
+                f"the cluster in {self.layout.state_dir} has no real node to load images into "
+                "(start it with 'dev-cluster up --real-node')"
+            )
+        started_at = time.monotonic()
+        try:
+            node_images.load_from_podman(node.NodeLayout(self.layout), image)
+        except node_images.ImageError as err:
+            raise ClusterError(str(err)) from None
+        self._say(f"loaded {image} into {node.NAME} in {time.monotonic() - started_at:.1f}s")
 
     def _create(self, api: LocalApi, collection: str, obj: dict, what: str) -> None:
         code, body = api.request("POST", collection, obj)

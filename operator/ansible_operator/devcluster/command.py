@@ -26,7 +26,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "scheduler, kwok) as plain processes",
     )
     parser.add_argument(
-        "action", choices=["up", "down", "status", "kubeconfig", "build"], help="what to do"
+        "action",
+        choices=["up", "down", "status", "kubeconfig", "build", "load-image"],
+        help="what to do",
+    )
+    parser.add_argument(
+        "images",
+        nargs="*",
+        metavar="IMAGE",
+        help="with 'load-image': images in podman's store to copy into the real node",
+    )
+    parser.add_argument(
+        "--real-node",
+        action="store_true",
+        help="with 'up' and 'build': add a node that runs containers (containerd and a kubelet; "
+        "needs root and Debian's containerd, runc and containernetworking-plugins)",
     )
     parser.add_argument(
         "--state-dir",
@@ -64,18 +78,28 @@ def _feature_gates(value: str) -> str:
 def run(args: argparse.Namespace) -> int:
     cluster = DevCluster(args.state_dir, progress=_progress)
     try:
+        if args.images and args.action != "load-image":
+            raise ClusterError(f"{args.action} takes no images: {' '.join(args.images)}")
+        names = binaries.ALL_BINARIES + (binaries.NODE_BINARIES if args.real_node else ())
         if args.action == "build":
-            print(binaries.build(environ=None, progress=_progress))
+            print(binaries.build(names, progress=_progress))
         elif args.action == "up":
             started = time.monotonic()
-            bins = binaries.ensure(args.bin_dir, progress=_progress)
+            bins = binaries.ensure(args.bin_dir, progress=_progress, names=names)
             _progress(f"binaries from {bins.source}")
-            kubeconfig = cluster.up(bins, feature_gates=args.feature_gates)
+            kubeconfig = cluster.up(
+                bins, feature_gates=args.feature_gates, real_node=args.real_node
+            )
             _progress(f"up in {time.monotonic() - started:.1f}s; kubeconfig: {kubeconfig}")
             print(kubeconfig)
         elif args.action == "down":
             if not cluster.down():
                 _progress(f"no cluster recorded in {cluster.layout.state_dir}")
+        elif args.action == "load-image":
+            if not args.images:
+                raise ClusterError("load-image needs the images to load, e.g. localhost/op:1")
+            for image in args.images:
+                cluster.load_image(image)
         elif args.action == "kubeconfig":
             if not cluster.kubeconfig.exists():
                 raise ClusterError(f"no cluster in {cluster.layout.state_dir}; run 'up' first")

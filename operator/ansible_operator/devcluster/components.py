@@ -113,6 +113,9 @@ def build(
                 "--endpoint-reconciler-type=none",
                 # A fake Node's Hostname resolves nowhere: port-forwards go to its InternalIP.
                 "--kubelet-preferred-address-types=InternalIP",
+                # A real node's kubelet takes only clients of the cluster's CA.
+                f"--kubelet-client-certificate={certs.admin_cert}",
+                f"--kubelet-client-key={certs.admin_key}",
                 f"--cert-dir={layout.data('kube-apiserver')}",
                 f"--tls-cert-file={certs.serving_cert}",
                 f"--tls-private-key-file={certs.serving_key}",
@@ -208,11 +211,14 @@ def default_storage_class() -> dict[str, object]:
 KWOK_NODE = "kwok.x-k8s.io/node"  # the annotation of a Node kwok manages ("fake")
 
 
-def fake_node(name: str) -> dict[str, object]:
-    """A Node that kwok manages; untainted, so every Pod may land on it."""
+def fake_node(name: str, *, tainted: bool = False) -> dict[str, object]:
+    """A Node that kwok manages. Untainted, every Pod may land on it; ``tainted`` (beside a real
+    node) only the Pods that tolerate ``kwok.x-k8s.io/node=fake:NoSchedule`` (scale tests)."""
+    taints = [{"key": KWOK_NODE, "value": "fake", "effect": "NoSchedule"}] if tainted else []
     return {
         "apiVersion": "v1",
         "kind": "Node",
+        "spec": {"taints": taints},
         "metadata": {
             "name": name,
             "annotations": {"node.alpha.kubernetes.io/ttl": "0", KWOK_NODE: "fake"},

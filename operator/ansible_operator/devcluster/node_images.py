@@ -1,0 +1,65 @@
+"""Images on the real node: nothing is pulled, every image is loaded into its containerd.
+
+The sandbox image is ours (``nodeimage/``: a Go program built once into the binaries' cache,
+made an OCI archive by ``oci``); any other comes from podman's store with ``dev-cluster
+load-image`` (``podman save`` into ``ctr images import``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ansible_operator.devcluster import binaries, gobuild, node, oci
+from ansible_operator.devcluster.node import NodeLayout
+
+PROGRAM = gobuild.GoProgram(
+    name="nodeimage",
+    pin="local",
+    title="the real node's sandbox program (nodeimage/)",
+    module=Path(__file__).parent / "nodeimage",
+)
+
+
+class ImageError(Exception):
+    """An image cannot be loaded; the message is one line for the user."""
+
+
+def import_archive(layout: NodeLayout, archive: Path) -> None:
+    """Import an OCI or Docker archive into the node's containerd, for the kubelet (k8s.io)."""
+    cmd = ["ctr", f"--address={layout.containerd_socket}", "--namespace=k8s.io"]
+    done = subprocess.run(
+        [*cmd, "images", "import", str(archive)], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise ImageError(f"importing {archive} failed: {(done.stderr or done.stdout).strip()}")
+
+
+def load_sandbox_image(layout: NodeLayout, progress: binaries.Progress) -> None:
+    program = gobuild.ensure(PROGRAM, progress=progress)
+    with tempfile.TemporaryDirectory(prefix="ansible-operator-nodeimage-") as tmp:
+        # The image's program is named for what it is, whatever the cache calls its build.
+        named = Path(tmp) / "nodeimage"
+        shutil.copy(program, named)
+        archive = Path(tmp) / "image.tar"
+        archive.write_bytes(oci.program_image(named, node.SANDBOX_IMAGE))
+        import_archive(layout, archive)
+
+
+def load_from_podman(layout: NodeLayout, image: str) -> None:
+    """Copy ``image`` from podman's store into the node (its name as podman knows it)."""
+    if shutil.which("podman") is None:
+        raise ImageError("load-image copies from podman's store, and podman is not on PATH")
+    with tempfile.TemporaryDirectory(prefix="ansible-operator-load-image-") as tmp:
+        archive = Path(tmp) / "image.tar"
+        done = subprocess.run(
+            ["podman", "save", "--format=oci-archive", f"--output={archive}", image],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise ImageError(f"podman save {image} failed: {(done.stderr or done.stdout).strip()}")
+        import_archive(layout, archive)

@@ -1,0 +1,3 @@
+module ansible-operator/nodeimage
+
+go 1.26.0
