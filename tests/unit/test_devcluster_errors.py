@@ -90,3 +90,24 @@ def test_feature_gates_go_to_the_api_server_only():
     assert with_gate == ["kube-apiserver"]
     plain = components.build(bins, Layout(Path("/state")), ports)
     assert not any(arg.startswith("--feature-gates") for c in plain for arg in c.argv)
+
+
+def test_load_image_says_what_it_needs_in_one_line(tmp_path):
+    env = dict(os.environ)
+    bare = dev_cluster("load-image", "--state-dir", str(tmp_path), env=env)
+    assert bare.returncode == 1
+    assert bare.stderr.strip() == (
+        "ansible-operator dev-cluster load-image: load-image needs the images to load, "
+        "e.g. localhost/op:1"
+    )
+    no_node = dev_cluster("load-image", "localhost/op:1", "--state-dir", str(tmp_path), env=env)
+    assert no_node.returncode == 1
+    assert no_node.stderr.strip() == (
+        f"ansible-operator dev-cluster load-image: the cluster in {tmp_path} has no real node "
+        "to load images into (start it with 'dev-cluster up --real-node')"
+    )
+    stray = dev_cluster("status", "localhost/op:1", "--state-dir", str(tmp_path), env=env)
+    assert stray.returncode == 1
+    assert stray.stderr.strip() == (
+        "ansible-operator dev-cluster status: status takes no images: localhost/op:1"
+    )

@@ -1,0 +1,260 @@
+"""``dev-cluster up --real-node``: a kubelet with containerd beside kwok's node, so containers run.
+
+The cluster is this module's own (one real node per machine): a Pod's container answers through
+its Service and reaches the API server, its log and exec go through the kubelet, an image comes
+from podman's store, a second real node is refused, and ``down`` leaves nothing on the machine.
+Needs root and Debian's containerd, runc and containernetworking-plugins (``.ci/run`` installs
+them).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+
+from ansible_operator.devcluster import binaries, gobuild, node_images, processes
+
+from .waiting import wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
+
+NODE = "real-node-0"
+NODE_IMAGE = "localhost/ansible-operator/nodeimage:1"  # the sandbox image the node loads
+BRIDGE = "ao0"
+MARKER = Path("/run/ansible-operator-real-node.json")
+
+
+def dev_cluster(*args: str, state_dir: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "ansible_operator.cli", "dev-cluster", *args]
+    return subprocess.run(
+        [*command, "--state-dir", str(state_dir)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+
+
+class RealNode:
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.kubeconfig = state_dir / "admin.kubeconfig"
+
+    def kubectl(self, *args: str) -> subprocess.CompletedProcess[str]:
+        kubectl = str(binaries.find()["kubectl"])
+        return subprocess.run(
+            [kubectl, f"--kubeconfig={self.kubeconfig}", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(config.new_client_from_config(config_file=str(self.kubeconfig)))
+
+    def run_pod(self, name: str, image: str, args: list[str], labels: dict | None = None) -> dict:
+        """A Pod of one container left to the scheduler; returns it once Ready."""
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": labels or {}},
+            "spec": {
+                "containers": [
+                    {"name": "main", "image": image, "imagePullPolicy": "Never", "args": args}
+                ]
+            },
+        }
+        core = self.core()
+        core.create_namespaced_pod("default", pod)
+        return wait_until(
+            lambda: _ready(core.read_namespaced_pod(name, "default")),
+            what=f"Pod {name} Ready",
+            timeout=180,
+        )
+
+
+def _ready(pod: client.V1Pod) -> client.V1Pod | None:
+    conditions = pod.status.conditions or []
+    return pod if any(c.type == "Ready" and c.status == "True" for c in conditions) else None
+
+
+@pytest.fixture(scope="module")
+def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
+    state_dir = tmp_path_factory.mktemp("real-node")
+    up = dev_cluster("up", "--real-node", state_dir=state_dir)
+    try:
+        assert up.returncode == 0, up.stderr
+        yield RealNode(state_dir)
+    finally:
+        dev_cluster("down", state_dir=state_dir)  # the last test checks what down leaves
+
+
+def test_a_pod_runs_its_container_on_the_real_node(real_node):
+    core = real_node.core()
+    node = core.read_node(NODE)
+    assert node.status.node_info.container_runtime_version.startswith("containerd://")
+    kwok = core.read_node("kwok-node-0")
+    assert [(t.key, t.effect) for t in kwok.spec.taints] == [
+        ("kwok.x-k8s.io/node", "NoSchedule")
+    ], "beside a real node, kwok's takes only the Pods that tolerate it"
+
+    pod = real_node.run_pod("web", NODE_IMAGE, ["-listen", ":8080"], labels={"app": "web"})
+    assert pod.spec.node_name == NODE
+    assert pod.status.container_statuses[0].container_id.startswith("containerd://")
+
+    # Its log and exec reach the kubelet through the API server.
+    logs = real_node.kubectl("logs", "web")
+    assert logs.stdout.strip() == "nodeimage: running in web", logs
+    exec_ = real_node.kubectl("exec", "web", "--", "/nodeimage", "-no-such-flag")
+    assert exec_.returncode == 2, exec_
+    assert "flag provided but not defined: -no-such-flag" in exec_.stderr
+
+    # Only the API server (a client certificate of the cluster's CA) may call the kubelet: not a
+    # Pod on the bridge, nor anyone else.
+    ports = json.loads((real_node.state_dir / "state.json").read_text())["ports"]
+    anonymous = _in_pod_network(real_node, pod, f"https://10.42.0.1:{ports['kubelet']}/pods")
+    assert anonymous == "HTTP Error 401: Unauthorized"
+
+    # The container answers on the Pod's address and through a Service (kube-proxy's rules).
+    core.create_namespaced_service(
+        "default",
+        {
+            "metadata": {"name": "web"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
+        },
+    )
+    cluster_ip = core.read_namespaced_service("web", "default").spec.cluster_ip
+    for url in (f"http://{pod.status.pod_ip}:8080/", f"http://{cluster_ip}/"):
+        answer = wait_until(lambda url=url: _get(url), what=f"an answer from {url}", timeout=60)
+        assert answer == "nodeimage in web\n"
+
+    # From inside the Pod's network, the `kubernetes` Service is the API server.
+    version = wait_until(
+        lambda: _in_pod_network(real_node, pod, "https://10.0.0.1:443/version"),
+        what="the API server from the Pod's network",
+        timeout=60,
+    )
+    assert json.loads(version)["gitVersion"].startswith("v1.36.")
+
+
+def _get(url: str) -> str:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.read().decode()
+    except OSError:
+        return ""
+
+
+def _in_pod_network(real_node: RealNode, pod: client.V1Pod, url: str) -> str:
+    """GET ``url`` from the Pod's network namespace (entered through one of its processes)."""
+    pid = next(iter(_pod_processes(pod.metadata.uid)))
+    fetch = (
+        "import ssl, sys, urllib.error, urllib.request; ctx = ssl._create_unverified_context()\n"
+        "try: print(urllib.request.urlopen(sys.argv[1], context=ctx, timeout=5).read().decode())\n"
+        "except urllib.error.HTTPError as err: print(err)"
+    )
+    done = subprocess.run(
+        ["nsenter", "-t", str(pid), "-n", sys.executable, "-c", fetch, url],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def _pod_processes(uid: str) -> set[int]:
+    """The processes of a Pod, from its cgroup (the kubelet names it after the Pod's uid)."""
+    pids: set[int] = set()
+    root = Path("/sys/fs/cgroup/pids/ansible-operator-node")
+    for procs in root.rglob("cgroup.procs"):
+        if f"pod{uid}" in str(procs):
+            pids |= {int(p) for p in procs.read_text().split()}
+    return pids
+
+
+def test_an_image_from_podmans_store_runs(real_node, tmp_path):
+    # The program the node built for its sandbox image, in an image of podman's.
+    (tmp_path / "nodeimage").write_bytes(gobuild.path(node_images.PROGRAM).read_bytes())
+    (tmp_path / "Containerfile").write_text(
+        'FROM scratch\nCOPY --chmod=755 nodeimage /hello\nENTRYPOINT ["/hello"]\n'
+    )
+    image = "localhost/real-node-test/hello:1"
+    build = subprocess.run(
+        ["podman", "build", "--quiet", "--tag", image, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr
+    try:
+        loaded = dev_cluster("load-image", image, state_dir=real_node.state_dir)
+        assert loaded.returncode == 0, loaded.stderr
+        real_node.run_pod("hello", image, [])
+        assert real_node.kubectl("logs", "hello").stdout == "nodeimage: running in hello\n"
+    finally:
+        subprocess.run(["podman", "rmi", "--force", image], capture_output=True, check=False)
+
+    missing = dev_cluster("load-image", "localhost/no-such-image:1", state_dir=real_node.state_dir)
+    assert missing.returncode == 1
+    [line] = missing.stderr.strip().splitlines()
+    assert line.startswith("ansible-operator dev-cluster load-image: podman save"), line
+
+
+def test_one_real_node_per_machine(real_node, tmp_path):
+    second = tmp_path / "second"
+    refused = dev_cluster("up", "--real-node", state_dir=second)
+    assert refused.returncode == 1
+    last = refused.stderr.strip().splitlines()[-1]
+    assert last == (
+        f"ansible-operator dev-cluster up: this machine already hosts the real node of the "
+        f"cluster in {real_node.state_dir}; stop it first ('ansible-operator dev-cluster down "
+        f"--state-dir {real_node.state_dir}')"
+    )
+    # The refused cluster stopped what it had started, and touched nothing of the first.
+    assert not (second / "state.json").exists()
+    assert _ready_node(real_node.core().read_node(NODE))
+    assert subprocess.run(["ip", "link", "show", BRIDGE], capture_output=True).returncode == 0
+
+    plain = dev_cluster("up", state_dir=real_node.state_dir)
+    assert plain.returncode == 1
+    assert "runs with a real node; run 'dev-cluster down' first" in plain.stderr
+
+
+def _ready_node(node: client.V1Node) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+
+
+def test_down_leaves_nothing_on_the_machine(real_node):
+    state = json.loads((real_node.state_dir / "state.json").read_text())
+    namespaces = {p.name for p in Path("/run/netns").glob("cni-*")}
+    assert namespaces, "the Pods have network namespaces"
+    down = dev_cluster("down", state_dir=real_node.state_dir)
+    assert down.returncode == 0, down.stderr
+
+    refs = [processes.ProcessRef(c["pid"], c["start_time"]) for c in state["components"].values()]
+    assert not [ref for ref in refs if processes.is_running(ref)]
+    leftovers = subprocess.run(["pgrep", "-f", str(real_node.state_dir)], capture_output=True)
+    assert leftovers.stdout == b"", "no process (kubelet, containerd, shim) of the node is left"
+    assert not Path("/sys/fs/cgroup/pids/ansible-operator-node").exists()
+    mountinfo = Path("/proc/self/mountinfo").read_text()
+    assert str(real_node.state_dir) not in mountinfo
+    assert not namespaces & {p.name for p in Path("/run/netns").glob("cni-*")}
+    assert subprocess.run(["ip", "link", "show", BRIDGE], capture_output=True).returncode != 0
+    for tool in ("iptables", "ip6tables"):
+        for table in ("filter", "nat", "mangle"):
+            rules = subprocess.run(
+                [tool, "-t", table, "-S"], capture_output=True, text=True, check=True
+            ).stdout
+            assert "KUBE-" not in rules and "ansible-operator" not in rules, (tool, table, rules)
+    assert not MARKER.exists()
+    assert not (real_node.state_dir / "node").exists()

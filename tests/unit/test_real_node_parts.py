@@ -1,0 +1,83 @@
+"""The real node's pure parts: its sandbox image archive, and what its teardown recognises as
+its own on the machine (the e2e module test_real_node runs the node itself)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shlex
+import tarfile
+from pathlib import Path
+
+from ansible_operator.devcluster import node_host, oci
+
+
+def _members(archive: bytes) -> dict[str, tarfile.TarInfo | bytes]:
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        return {m.name: (m, tar.extractfile(m).read()) for m in tar.getmembers()}  # type: ignore[union-attr]
+
+
+def test_the_program_image_is_a_valid_oci_layout_that_names_itself(tmp_path):
+    program = tmp_path / "nodeimage"
+    program.write_bytes(b"\x7fELF pretend program")
+    archive = oci.program_image(program, "localhost/x/nodeimage:1")
+    assert archive == oci.program_image(program, "localhost/x/nodeimage:1"), "reproducible"
+    files = _members(archive)
+
+    def blob(digest: str) -> bytes:
+        algorithm, hexdigest = digest.split(":")
+        content = files[f"blobs/{algorithm}/{hexdigest}"][1]
+        assert hashlib.sha256(content).hexdigest() == hexdigest
+        return content
+
+    assert json.loads(files["oci-layout"][1]) == {"imageLayoutVersion": "1.0.0"}
+    [entry] = json.loads(files["index.json"][1])["manifests"]
+    assert entry["annotations"]["io.containerd.image.name"] == "localhost/x/nodeimage:1"
+    assert entry["annotations"]["org.opencontainers.image.ref.name"] == "1"
+    manifest = json.loads(blob(entry["digest"]))
+    assert len(blob(entry["digest"])) == entry["size"]
+    config = json.loads(blob(manifest["config"]["digest"]))
+    assert config["config"]["Entrypoint"] == ["/nodeimage"]
+    [layer] = manifest["layers"]
+    layer_tar = blob(layer["digest"])
+    assert config["rootfs"]["diff_ids"] == [layer["digest"]]  # uncompressed: digest == diff_id
+    [(info, content)] = _members(layer_tar).values()
+    assert (info.name, info.mode, info.mtime, content) == (
+        "nodeimage",
+        0o755,
+        0,
+        b"\x7fELF pretend program",
+    )
+
+
+def test_teardown_removes_the_rules_that_jump_into_kube_chains_and_its_own_rule():
+    removable = [
+        "-A INPUT -j KUBE-FIREWALL",
+        '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+        f'-A PREROUTING -i ao0 -m comment --comment "{node_host.API_RULE_COMMENT}" -j DNAT',
+    ]
+    kept = [
+        "-A KUBE-SERVICES -d 10.0.0.9/32 -j KUBE-SVC-X",  # flushed with its chain instead
+        "-A FORWARD -j DOCKER-USER",
+        "-N KUBE-FIREWALL",
+        "-P INPUT ACCEPT",
+    ]
+    assert [r for r in removable + kept if node_host._removable_rule(shlex.split(r))] == removable
+
+
+def test_mounts_under_a_directory_deepest_first_with_escaped_names(tmp_path, monkeypatch):
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(
+        "22 1 0:21 / /tmp/state rw - tmpfs tmpfs rw\n"
+        "23 22 0:22 / /tmp/state/node/a\\040b/rootfs rw - overlay overlay rw\n"
+        "24 22 0:23 / /tmp/state/node/shm rw - tmpfs shm rw\n"
+        "25 1 0:24 / /tmp/state-other rw - tmpfs tmpfs rw\n"
+        "26 1 0:25 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n"
+    )
+    monkeypatch.setattr(node_host, "MOUNTINFO", mountinfo)
+    assert node_host.mounts_under(Path("/tmp/state/node")) == [
+        Path("/tmp/state/node/a b/rootfs"),
+        Path("/tmp/state/node/shm"),
+    ]
+    assert node_host.cgroup_hierarchies() == [Path("/sys/fs/cgroup/pids")]
