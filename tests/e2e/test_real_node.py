@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from ansible_operator.devcluster import binaries, gobuild, node_images, processes
+from ansible_operator.devcluster import binaries, gobuild, image, node_images, processes
 
 from .waiting import wait_until
 
@@ -187,27 +187,24 @@ def test_an_image_from_podmans_store_runs(real_node, tmp_path):
     (tmp_path / "Containerfile").write_text(
         'FROM scratch\nCOPY --chmod=755 nodeimage /hello\nENTRYPOINT ["/hello"]\n'
     )
-    image = "localhost/real-node-test/hello:1"
-    build = subprocess.run(
-        ["podman", "build", "--quiet", "--tag", image, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert build.returncode == 0, build.stderr
+    name = "localhost/real-node-test/hello:1"
+    image.ensure_tools()  # podman, from Debian's packages when missing
+    podman = image.Podman.default()
+    image.build(podman, tmp_path, name, file="Containerfile")
     try:
-        loaded = dev_cluster("load-image", image, state_dir=real_node.state_dir)
+        loaded = dev_cluster("load-image", name, state_dir=real_node.state_dir)
         assert loaded.returncode == 0, loaded.stderr
-        real_node.run_pod("hello", image, [])
+        real_node.run_pod("hello", name, [])
         assert real_node.kubectl("logs", "hello").stdout == "nodeimage: running in hello\n"
     finally:
-        subprocess.run(["podman", "rmi", "--force", image], capture_output=True, check=False)
+        podman.run("rmi", "--force", name, check=False)
 
     missing = dev_cluster("load-image", "localhost/no-such-image:1", state_dir=real_node.state_dir)
     assert missing.returncode == 1
     [line] = missing.stderr.strip().splitlines()
-    assert line.startswith("ansible-operator dev-cluster load-image: podman save"), line
+    assert line.startswith(
+        "ansible-operator dev-cluster load-image: localhost/no-such-image:1: podman save failed"
+    ), line
 
 
 def test_one_real_node_per_machine(real_node, tmp_path):

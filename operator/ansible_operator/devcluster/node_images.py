@@ -1,8 +1,8 @@
 """Images on the real node: nothing is pulled, every image is loaded into its containerd.
 
 The sandbox image is ours (``nodeimage/``: a Go program built once into the binaries' cache,
-made an OCI archive by ``oci``); any other comes from podman's store with ``dev-cluster
-load-image`` (``podman save`` into ``ctr images import``).
+made an OCI archive by ``oci``); any other comes from the podman store ``dev-image build`` builds
+into, with ``dev-cluster load-image`` (``podman save`` into ``ctr images import``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ansible_operator.devcluster import binaries, gobuild, node, oci
+from ansible_operator.devcluster import binaries, gobuild, image, node, oci
 from ansible_operator.devcluster.node import NodeLayout
 
 PROGRAM = gobuild.GoProgram(
@@ -48,18 +48,13 @@ def load_sandbox_image(layout: NodeLayout, progress: binaries.Progress) -> None:
         import_archive(layout, archive)
 
 
-def load_from_podman(layout: NodeLayout, image: str) -> None:
-    """Copy ``image`` from podman's store into the node (its name as podman knows it)."""
-    if shutil.which("podman") is None:
-        raise ImageError("load-image copies from podman's store, and podman is not on PATH")
+def load_from_podman(layout: NodeLayout, name: str) -> None:
+    """Copy ``name`` from the store ``dev-image build`` builds into (``image.Podman``)."""
+    podman = image.Podman.default()
     with tempfile.TemporaryDirectory(prefix="ansible-operator-load-image-") as tmp:
         archive = Path(tmp) / "image.tar"
-        done = subprocess.run(
-            ["podman", "save", "--format=oci-archive", f"--output={archive}", image],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise ImageError(f"podman save {image} failed: {(done.stderr or done.stdout).strip()}")
+        try:
+            podman.run("save", "--format=oci-archive", f"--output={archive}", name)
+        except image.ImageError as err:
+            raise ImageError(f"{name}: {err}") from None
         import_archive(layout, archive)
