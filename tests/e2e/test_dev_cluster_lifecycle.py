@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,28 +12,11 @@ from kubernetes import client, config
 
 from ansible_operator.devcluster import processes
 
+from .dev_cluster import dev_cluster
 from .listeners import listener_command_lines
 from .waiting import wait_until
 
 pytestmark = pytest.mark.e2e
-
-
-def dev_cluster(*args, state_dir):
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ansible_operator.cli",
-            "dev-cluster",
-            *args,
-            "--state-dir",
-            str(state_dir),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
 
 
 def recorded(state_dir):

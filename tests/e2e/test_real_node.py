@@ -17,84 +17,25 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
-from ansible_operator.devcluster import binaries, gobuild, image, node_images, processes
+from ansible_operator.devcluster import gobuild, image, node_images, processes
 
+from .dev_cluster import dev_cluster
+from .real_node import NODE, RealNode, pod_processes, ready, real_node_cluster
 from .waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
-NODE = "real-node-0"
 NODE_IMAGE = "localhost/ansible-operator/nodeimage:1"  # the sandbox image the node loads
 BRIDGE = "ao0"
 MARKER = Path("/run/ansible-operator-real-node.json")
 
 
-def dev_cluster(*args: str, state_dir: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "ansible_operator.cli", "dev-cluster", *args]
-    return subprocess.run(
-        [*command, "--state-dir", str(state_dir)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-
-
-class RealNode:
-    def __init__(self, state_dir: Path) -> None:
-        self.state_dir = state_dir
-        self.kubeconfig = state_dir / "admin.kubeconfig"
-
-    def kubectl(self, *args: str) -> subprocess.CompletedProcess[str]:
-        kubectl = str(binaries.find()["kubectl"])
-        return subprocess.run(
-            [kubectl, f"--kubeconfig={self.kubeconfig}", *args],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-
-    def core(self) -> client.CoreV1Api:
-        return client.CoreV1Api(config.new_client_from_config(config_file=str(self.kubeconfig)))
-
-    def run_pod(self, name: str, image: str, args: list[str], labels: dict | None = None) -> dict:
-        """A Pod of one container left to the scheduler; returns it once Ready."""
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "labels": labels or {}},
-            "spec": {
-                "containers": [
-                    {"name": "main", "image": image, "imagePullPolicy": "Never", "args": args}
-                ]
-            },
-        }
-        core = self.core()
-        core.create_namespaced_pod("default", pod)
-        return wait_until(
-            lambda: _ready(core.read_namespaced_pod(name, "default")),
-            what=f"Pod {name} Ready",
-            timeout=180,
-        )
-
-
-def _ready(pod: client.V1Pod) -> client.V1Pod | None:
-    conditions = pod.status.conditions or []
-    return pod if any(c.type == "Ready" and c.status == "True" for c in conditions) else None
-
-
 @pytest.fixture(scope="module")
 def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
-    state_dir = tmp_path_factory.mktemp("real-node")
-    up = dev_cluster("up", "--real-node", state_dir=state_dir)
-    try:
-        assert up.returncode == 0, up.stderr
-        yield RealNode(state_dir)
-    finally:
-        dev_cluster("down", state_dir=state_dir)  # the last test checks what down leaves
+    with real_node_cluster(tmp_path_factory.mktemp("real-node")) as started:
+        yield started  # the last test checks what down leaves
 
 
 def test_a_pod_runs_its_container_on_the_real_node(real_node):
@@ -155,7 +96,7 @@ def _get(url: str) -> str:
 
 def _in_pod_network(real_node: RealNode, pod: client.V1Pod, url: str) -> str:
     """GET ``url`` from the Pod's network namespace (entered through one of its processes)."""
-    pid = next(iter(_pod_processes(pod.metadata.uid)))
+    pid = next(iter(pod_processes(pod.metadata.uid)))
     fetch = (
         "import ssl, sys, urllib.error, urllib.request; ctx = ssl._create_unverified_context()\n"
         "try: print(urllib.request.urlopen(sys.argv[1], context=ctx, timeout=5).read().decode())\n"
@@ -169,16 +110,6 @@ def _in_pod_network(real_node: RealNode, pod: client.V1Pod, url: str) -> str:
         check=False,
     )
     return done.stdout.strip() if done.returncode == 0 else ""
-
-
-def _pod_processes(uid: str) -> set[int]:
-    """The processes of a Pod, from its cgroup (the kubelet names it after the Pod's uid)."""
-    pids: set[int] = set()
-    root = Path("/sys/fs/cgroup/pids/ansible-operator-node")
-    for procs in root.rglob("cgroup.procs"):
-        if f"pod{uid}" in str(procs):
-            pids |= {int(p) for p in procs.read_text().split()}
-    return pids
 
 
 def test_an_image_from_podmans_store_runs(real_node, tmp_path):
@@ -219,16 +150,12 @@ def test_one_real_node_per_machine(real_node, tmp_path):
     )
     # The refused cluster stopped what it had started, and touched nothing of the first.
     assert not (second / "state.json").exists()
-    assert _ready_node(real_node.core().read_node(NODE))
+    assert ready(real_node.core().read_node(NODE))
     assert subprocess.run(["ip", "link", "show", BRIDGE], capture_output=True).returncode == 0
 
     plain = dev_cluster("up", state_dir=real_node.state_dir)
     assert plain.returncode == 1
     assert "runs with a real node; run 'dev-cluster down' first" in plain.stderr
-
-
-def _ready_node(node: client.V1Node) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
 
 
 def test_down_leaves_nothing_on_the_machine(real_node):

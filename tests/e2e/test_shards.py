@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
@@ -23,6 +22,7 @@ from kubernetes import client
 
 from .cluster import Cluster, fresh_namespace
 from .crds import GROUP, VERSION, install_crds, kind_crd
+from .dev_cluster import dev_cluster
 from .operators import STRUCTURED_LOG, Replica, records_of
 from .resources import new_cr
 from .waiting import wait_until
@@ -211,24 +211,12 @@ def test_replicas_share_the_crs_without_overlap_as_members_come_and_go(
     assert journal.overlaps() == []
 
 
-def dev_cluster(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ansible_operator.cli", "dev-cluster", *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-
-
 @pytest.fixture
 def gated_cluster(tmp_path) -> Iterator[Cluster]:
     """A private cluster whose API server has ShardedListAndWatch on (the shared one is not
     restarted for it)."""
     state_dir = tmp_path / "gated-cluster"
-    up = dev_cluster(
-        "up", "--feature-gates=ShardedListAndWatch=true", "--state-dir", str(state_dir)
-    )
+    up = dev_cluster("up", "--feature-gates=ShardedListAndWatch=true", state_dir=state_dir)
     assert up.returncode == 0, up.stderr
     try:
         cluster = Cluster(Path(up.stdout.strip()))
@@ -236,7 +224,7 @@ def gated_cluster(tmp_path) -> Iterator[Cluster]:
             install_crds(api_client, [kind_crd(KIND)])
         yield cluster
     finally:
-        dev_cluster("down", "--state-dir", str(state_dir))
+        dev_cluster("down", state_dir=state_dir)
 
 
 @dataclass(frozen=True)

@@ -204,9 +204,9 @@ class DevCluster:
                         f"{'with' if state.get('real_node') else 'without'} a real node; "
                         "run 'dev-cluster down' first"
                     )
-                if self.is_healthy():
-                    self._say(f"reusing the running cluster in {self.layout.state_dir}")
-                    return self.kubeconfig
+                self._say(f"reusing the running cluster in {self.layout.state_dir}")
+                return self.kubeconfig
+            if state is not None:
                 self._say("clearing a cluster that is not healthy (left by a killed run?)")
                 self._stop_recorded()
             last_error: ClusterError | None = None
