@@ -3,11 +3,7 @@ style against the local cluster, with only the ServiceAccount credentials of ``c
 
 from __future__ import annotations
 
-import contextlib
 import json
-import ssl
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +20,7 @@ from tests.e2e.crds import GROUP, VERSION, install_crds, kind_crd
 from tests.e2e.project import wait_successful
 from tests.e2e.rbac import account_binding
 from tests.e2e.waiting import wait_until
+from tests.image.access import account_token, scrape, scraper
 from tests.image.pod import PodmanPod, service_account_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,46 +84,6 @@ def _find(docs: list[dict], kind: str, name_ends: str = "") -> dict:
     return next(d for d in docs if d["kind"] == kind and d["metadata"]["name"].endswith(name_ends))
 
 
-def _scrape(url: str, token: str) -> tuple[int, str]:
-    """A GET with a bearer token, the self-signed certificate not verified (as Prometheus's
-    ServiceMonitor in config/prometheus)."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
-    try:
-        with urllib.request.urlopen(request, timeout=30, context=context) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-
-
-@contextlib.contextmanager
-def _scraper(cluster, namespace: str, cluster_role: str) -> Iterator[str]:
-    """The token of a ServiceAccount bound to ``cluster_role``; the binding removed after."""
-    name = f"scraper-{uuid.uuid4().hex[:8]}"
-    with cluster.api_client() as api_client:
-        client.CoreV1Api(api_client).create_namespaced_service_account(
-            namespace, {"metadata": {"name": name}}
-        )
-        rbac = client.RbacAuthorizationV1Api(api_client)
-        rbac.create_cluster_role_binding(
-            account_binding(name, "ClusterRole", cluster_role, name, namespace)
-        )
-        try:
-            yield _token(cluster, namespace, name)
-        finally:
-            rbac.delete_cluster_role_binding(name)
-
-
-def _token(cluster, namespace: str, service_account: str) -> str:
-    with cluster.api_client() as api_client:
-        request = client.CoreV1Api(api_client).create_namespaced_service_account_token(
-            service_account, namespace, {"spec": {"expirationSeconds": 3600}}
-        )
-    return request.status.token
-
-
 def _condition(obj: dict, ctype: str) -> dict | None:
     for cond in (obj.get("status") or {}).get("conditions") or []:
         if cond["type"] == ctype:
@@ -173,7 +130,7 @@ def test_every_sample_reconciles_with_service_account_credentials(
     secrets = service_account_dir(
         tmp_path / "serviceaccount",
         cluster.kubeconfig,
-        _token(cluster, account["namespace"], account["name"]),
+        account_token(cluster, account["namespace"], account["name"]),
         account["namespace"],
     )
     # Only this test's namespace: other tests may share the cluster (the RBAC is cluster-wide).
@@ -193,9 +150,9 @@ def test_every_sample_reconciles_with_service_account_credentials(
     # config/default's secure metrics, scraped as a Prometheus bound to metrics-reader would.
     reader = _find(deployed, "ClusterRole", "metrics-reader")["metadata"]["name"]
     url = f"https://127.0.0.1:{pod.metrics_port}/metrics"
-    assert _scrape(url, _token(cluster, account["namespace"], account["name"]))[0] == 403
-    with _scraper(cluster, namespace, reader) as token:
-        status, body = _scrape(url, token)
+    assert scrape(url, account_token(cluster, account["namespace"], account["name"]))[0] == 403
+    with scraper(cluster, namespace, reader) as token:
+        status, body = scrape(url, token)
     assert status == 200, body
     assert "ansible_operator_build_info" in body
     assert (
@@ -215,7 +172,10 @@ def test_a_missing_rbac_rule_is_a_failure_naming_verb_and_resource(
     name = _account(cluster, namespace, "limited", rules)
     container = _find(deployed, "Deployment")["spec"]["template"]["spec"]["containers"][0]
     secrets = service_account_dir(
-        tmp_path / "serviceaccount", cluster.kubeconfig, _token(cluster, namespace, name), namespace
+        tmp_path / "serviceaccount",
+        cluster.kubeconfig,
+        account_token(cluster, namespace, name),
+        namespace,
     )
     pod.start(container, secrets, {"WATCH_NAMESPACE": namespace})
     pod.wait_ready()
@@ -268,7 +228,7 @@ def test_a_modules_kubernetes_client_reaches_the_api_server_only_through_the_pro
         ],
     )
     secrets = service_account_dir(
-        tmp_path / "sa", cluster.kubeconfig, _token(cluster, namespace, account), namespace
+        tmp_path / "sa", cluster.kubeconfig, account_token(cluster, namespace, account), namespace
     )
     args = ["--watches-file=/opt/test/watches.yaml", f"--runner={runner}"]
     pod.start({"args": args}, secrets, {"WATCH_NAMESPACE": namespace}, {DATA: "/opt/test"})
