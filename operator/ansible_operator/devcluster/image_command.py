@@ -25,7 +25,8 @@ from ansible_operator.devcluster.cluster import DevCluster
 NO_CONTAINER_RUNS = (
     "ansible-operator dev-image deploy: every Node of this cluster is kwok's, so no container runs"
     " (the Pod is reported Running, the operator in it reconciles nothing); `make run` runs the"
-    " operator as a process against this cluster"
+    " operator as a process against this cluster, and a local cluster started with"
+    " `ansible-operator dev-cluster up --real-node` runs the image (after `dev-cluster load-image`)"
 )
 
 
