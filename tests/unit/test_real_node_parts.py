@@ -10,7 +10,10 @@ import shlex
 import tarfile
 from pathlib import Path
 
-from ansible_operator.devcluster import node_host, oci
+import pytest
+
+from ansible_operator.devcluster import node, node_host, oci
+from ansible_operator.devcluster.components import Layout
 
 
 def _members(archive: bytes) -> dict[str, tarfile.TarInfo | bytes]:
@@ -81,3 +84,41 @@ def test_mounts_under_a_directory_deepest_first_with_escaped_names(tmp_path, mon
         Path("/tmp/state/node/shm"),
     ]
     assert node_host.cgroup_hierarchies() == [Path("/sys/fs/cgroup/pids")]
+
+
+def _layout(tmp_path: Path) -> node.NodeLayout:
+    return node.NodeLayout(Layout(tmp_path))
+
+
+def test_a_real_node_needs_root(tmp_path, monkeypatch):
+    monkeypatch.setattr(node_host.os, "geteuid", lambda: 1000)
+    with pytest.raises(node_host.NodeHostError) as err:
+        node_host.prepare(_layout(tmp_path), 6443)
+    assert str(err.value) == "a real node needs root: it adds a bridge, iptables rules and cgroups"
+
+
+def test_a_real_node_names_the_packages_it_lacks(tmp_path, monkeypatch):
+    monkeypatch.setattr(node_host.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(node.shutil, "which", lambda name: None if "containerd" in name else name)
+    monkeypatch.setattr(node, "CNI_DIRS", (tmp_path / "no-cni",))
+    with pytest.raises(node_host.NodeHostError) as err:
+        node_host.prepare(_layout(tmp_path), 6443)
+    assert str(err.value) == (
+        "a real node needs containerd, containerd-shim-runc-v2, CNI plugin bridge, "
+        "CNI plugin host-local, CNI plugin loopback (Debian: apt-get install containerd runc "
+        "containernetworking-plugins iptables conntrack)"
+    )
+
+
+def test_a_second_real_node_is_refused_before_anything_changes(tmp_path, monkeypatch):
+    marker = tmp_path / "marker.json"
+    marker.write_text(json.dumps({"state_dir": "/elsewhere"}))
+    monkeypatch.setattr(node_host, "MARKER", marker)
+    monkeypatch.setattr(node_host.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(node, "missing_prerequisites", lambda: [])
+    ran = []
+    monkeypatch.setattr(node_host, "_run", lambda *argv: ran.append(argv))
+    with pytest.raises(node_host.NodeHostError) as err:
+        node_host.prepare(_layout(tmp_path), 6443)
+    assert "already hosts the real node of the cluster in /elsewhere" in str(err.value)
+    assert node_host.clean(_layout(tmp_path), print) == [] and ran == [], "another's: untouched"
