@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import shlex
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -122,3 +123,24 @@ def test_a_second_real_node_is_refused_before_anything_changes(tmp_path, monkeyp
         node_host.prepare(_layout(tmp_path), 6443)
     assert "already hosts the real node of the cluster in /elsewhere" in str(err.value)
     assert node_host.clean(_layout(tmp_path), print) == [] and ran == [], "another's: untouched"
+
+
+def test_a_real_node_refuses_a_machine_whose_iptables_another_kube_proxy_holds(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(node_host, "MARKER", tmp_path / "marker.json")
+    monkeypatch.setattr(node_host.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(node, "missing_prerequisites", lambda: [])
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        listed = "-P PREROUTING ACCEPT\n-N KUBE-SERVICES\n" if argv[-1] == "-S" else ""
+        return subprocess.CompletedProcess(argv, 0 if listed else 1, listed, "")
+
+    monkeypatch.setattr(node_host, "_run", run)
+    with pytest.raises(node_host.NodeHostError) as err:
+        node_host.prepare(_layout(tmp_path), 6443)
+    assert str(err.value) == (
+        "this machine already has iptables chains KUBE-SERVICES in table filter (another "
+        "kubelet, kube-proxy or cluster runs here?); the real node would take them over"
+    )
+    assert not (tmp_path / "marker.json").exists(), "refused before any change"

@@ -82,6 +82,12 @@ def prepare(layout: NodeLayout, api_port: int) -> None:
             f"this machine already hosts the real node of the cluster in {holder}; stop it "
             f"first ('ansible-operator dev-cluster down --state-dir {holder}')"
         )
+    taken = _machine_taken()
+    if taken:
+        raise NodeHostError(
+            f"this machine already has {taken} (another kubelet, kube-proxy or cluster runs "
+            "here?); the real node would take them over"
+        )
     if not Path(SYSCTLS[1]).exists():
         _run("modprobe", "br_netfilter")
         if not Path(SYSCTLS[1]).exists():
@@ -100,6 +106,19 @@ def prepare(layout: NodeLayout, api_port: int) -> None:
     _must("iptables", "-t", "nat", "-A", *api_rule(api_port))
     for hierarchy in cgroup_hierarchies():
         (hierarchy / node.CGROUP_ROOT.lstrip("/")).mkdir(exist_ok=True)
+
+
+def _machine_taken() -> str:
+    """What another node left on the machine that ours would take: the bridge, KUBE- chains."""
+    if _run("ip", "link", "show", node.BRIDGE).returncode == 0:
+        return f"a link named {node.BRIDGE}"
+    for tool in ("iptables", "ip6tables"):
+        for table in IPTABLES_TABLES:
+            listed = _run(tool, "-t", table, "-S").stdout.splitlines()
+            chains = [line.split()[1] for line in listed if line.startswith("-N KUBE-")]
+            if chains:
+                return f"{tool} chains {', '.join(chains[:3])} in table {table}"
+    return ""
 
 
 def cgroup_hierarchies() -> list[Path]:
@@ -135,6 +154,7 @@ def clean(layout: NodeLayout, say: Callable[[str], None]) -> list[str]:
     holder = owner()
     if holder is not None and holder != str(layout.cluster.state_dir):
         return []  # the machine's real node is another cluster's: nothing here is ours
+    ours = holder is not None  # the machine-wide changes are ours only while the marker says so
     left: list[str] = []
     namespaces = _sandbox_namespaces(layout)
     killed = _kill_cgroup_processes()
@@ -149,11 +169,12 @@ def clean(layout: NodeLayout, say: Callable[[str], None]) -> list[str]:
         with contextlib.suppress(OSError):
             path.unlink()
     left += _remove_cgroups()
-    bridge_there = _run("ip", "link", "show", node.BRIDGE).returncode == 0
-    if bridge_there and _run("ip", "link", "del", node.BRIDGE).returncode != 0:
-        left.append(f"bridge {node.BRIDGE}")
-    left += _remove_iptables()
-    _restore_sysctls(layout)
+    if ours:
+        bridge_there = _run("ip", "link", "show", node.BRIDGE).returncode == 0
+        if bridge_there and _run("ip", "link", "del", node.BRIDGE).returncode != 0:
+            left.append(f"bridge {node.BRIDGE}")
+        left += _remove_iptables()
+        _restore_sysctls(layout)
     if not left:
         _rmtree(layout.root)
     return left
