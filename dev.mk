@@ -173,7 +173,7 @@ e2e-ansible-core-%: $$(call core_venv,$$*)/.installed bytecode
 		$(PYTEST_ARGS)
 
 e2e: $(OPERATOR_DEPS)  ## the end-to-end tests on the local cluster
-	$(ANSIBLE_OPERATOR) dev-cluster build
+	$(ANSIBLE_OPERATOR) dev-cluster build --real-node  # and the real node's kubelet, DNS...
 	$(BIN)/python -m tests.e2e.tools  # promtool, the bundle validator, kstatus-check
 	$(BIN)/pytest tests/e2e $(call workers,$(E2E_WORKERS)) $(PYTEST_ARGS)
 
@@ -205,7 +205,7 @@ soak: $(OPERATOR_DEPS)  ## the fault suite: make soak SOAK_N=200 SOAK_DURATION=6
 	$(BIN)/python -m tests.soak --n=$(SOAK_N) --duration=$(SOAK_DURATION) $(if $(SOAK_SEED),--seed=$(SOAK_SEED))
 
 image-test: $(OPERATOR_DEPS)  ## build the image and run the operator from it, in-cluster style
-	$(ANSIBLE_OPERATOR) dev-cluster build
+	$(ANSIBLE_OPERATOR) dev-cluster build --real-node  # it also runs as a Pod on a real node
 	$(BIN)/pytest tests/image $(PYTEST_ARGS)
 
 # `make test` here: lint, unit, runner, end-to-end, molecule and image tests, in this order (the

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from ansible_operator.devcluster import gobuild, image, node_images, processes
+from ansible_operator.devcluster import gobuild, image, node, processes
 
 from .dev_cluster import dev_cluster
 from .real_node import NODE, RealNode, pod_processes, ready, real_node_cluster
@@ -40,8 +40,8 @@ def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
 
 def test_a_pod_runs_its_container_on_the_real_node(real_node):
     core = real_node.core()
-    node = core.read_node(NODE)
-    assert node.status.node_info.container_runtime_version.startswith("containerd://")
+    real = core.read_node(NODE)
+    assert real.status.node_info.container_runtime_version.startswith("containerd://")
     kwok = core.read_node("kwok-node-0")
     assert [(t.key, t.effect) for t in kwok.spec.taints] == [
         ("kwok.x-k8s.io/node", "NoSchedule")
@@ -76,6 +76,16 @@ def test_a_pod_runs_its_container_on_the_real_node(real_node):
     for url in (f"http://{pod.status.pod_ip}:8080/", f"http://{cluster_ip}/"):
         answer = wait_until(lambda url=url: _get(url), what=f"an answer from {url}", timeout=60)
         assert answer == "nodeimage in web\n"
+
+    # In the container, the cluster DNS names Services (the search path of its namespace).
+    # ("web" alone is the Pod's own name, in its /etc/hosts.)
+    for name in ("web.default", "web.default.svc.cluster.local", "kubernetes.default"):
+        lookup = real_node.kubectl("exec", "web", "--", "/nodeimage", "-lookup", name)
+        assert lookup.stdout.split() == [cluster_ip if name.startswith("web") else "10.0.0.1"], (
+            lookup
+        )
+    unknown = real_node.kubectl("exec", "web", "--", "/nodeimage", "-lookup", "nothing-here")
+    assert unknown.returncode == 1 and "lookup nothing-here" in unknown.stderr, unknown
 
     # From inside the Pod's network, the `kubernetes` Service is the API server.
     version = wait_until(
@@ -114,7 +124,7 @@ def _in_pod_network(real_node: RealNode, pod: client.V1Pod, url: str) -> str:
 
 def test_an_image_from_podmans_store_runs(real_node, tmp_path):
     # The program the node built for its sandbox image, in an image of podman's.
-    (tmp_path / "nodeimage").write_bytes(gobuild.path(node_images.PROGRAM).read_bytes())
+    (tmp_path / "nodeimage").write_bytes(gobuild.path(node.SANDBOX_PROGRAM).read_bytes())
     (tmp_path / "Containerfile").write_text(
         'FROM scratch\nCOPY --chmod=755 nodeimage /hello\nENTRYPOINT ["/hello"]\n'
     )

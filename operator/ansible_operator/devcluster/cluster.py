@@ -25,8 +25,15 @@ import yaml
 
 from ansible_operator.core import conditions
 from ansible_operator.devcluster import certs as certs_mod
-from ansible_operator.devcluster import components, node, node_host, node_images, processes
-from ansible_operator.devcluster.binaries import Binaries
+from ansible_operator.devcluster import (
+    components,
+    gobuild,
+    node,
+    node_host,
+    node_images,
+    processes,
+)
+from ansible_operator.devcluster.binaries import Binaries, BinariesError
 from ansible_operator.devcluster.components import Component, Layout
 from ansible_operator.devcluster.kubeapi import LocalApi, insecure_tls, probe
 
@@ -319,7 +326,8 @@ class DevCluster:
         launch: Callable[[Component], None],
         state: dict,
     ) -> None:
-        """containerd, the kubelet and kube-proxy, on a machine made ready for them."""
+        """containerd, the kubelet, kube-proxy and the cluster DNS, on a machine made ready for
+        them."""
         started_at = time.monotonic()
         layout = node.NodeLayout(self.layout)
         node_host.clean(layout, self._say)  # what a killed run of this cluster left behind
@@ -328,20 +336,25 @@ class DevCluster:
         layout.cni_config_dir.mkdir(exist_ok=True)
         (layout.cni_config_dir / "10-bridge.conflist").write_text(node.cni_config(layout))
         layout.kubelet_config.write_text(node.kubelet_config(layout, ports))
+        layout.corefile.write_text(node.corefile(layout, ports))
+        try:
+            cluster_dns = gobuild.ensure(node.DNS_PROGRAM, progress=self._say)
+        except BinariesError as err:
+            raise ClusterError(str(err)) from None
         try:
             node_host.prepare(layout, ports["kube-apiserver"])
         except node_host.NodeHostError as err:
             raise ClusterError(str(err)) from None
-        containerd, kubelet, kube_proxy = node.components(bins, layout, ports)
+        containerd, kubelet, kube_proxy, dns = node.components(bins, layout, ports, cluster_dns)
         launch(containerd)
         self._wait_healthy([containerd], state)
         try:
             node_images.load_sandbox_image(layout, self._say)
         except node_images.ImageError as err:
             raise ClusterError(str(err)) from None
-        launch(kubelet)
-        launch(kube_proxy)
-        self._wait_healthy([kubelet, kube_proxy], state)
+        for comp in (kubelet, kube_proxy, dns):
+            launch(comp)
+        self._wait_healthy([kubelet, kube_proxy, dns], state)
         self._wait_for(
             api, f"/api/v1/nodes/{node.NAME}", f"node {node.NAME} Ready", _node_ready, state
         )

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from ansible_operator.devcluster import binaries
+from ansible_operator.devcluster import binaries, gobuild, node
 from ansible_operator.devcluster.cluster import ClusterError, DevCluster
 
 
@@ -83,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
         names = binaries.ALL_BINARIES + (binaries.NODE_BINARIES if args.real_node else ())
         if args.action == "build":
             print(binaries.build(names, progress=_progress))
+            for program in node.PROGRAMS if args.real_node else ():
+                gobuild.ensure(program, progress=_progress)
         elif args.action == "up":
             started = time.monotonic()
             bins = binaries.ensure(args.bin_dir, progress=_progress, names=names)

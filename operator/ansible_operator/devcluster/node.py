@@ -2,7 +2,8 @@
 
 With ``dev-cluster up --real-node`` Pods scheduled to ``real-node-0`` run containers: containerd
 (Debian's package, with runc and the CNI plugins) runs them, a kubelet built from Go modules as
-the other components are drives it, and kube-proxy gives Services their addresses. Everything here
+the other components are drives it, kube-proxy gives Services their addresses and CoreDNS their
+names. Everything here
 is a pure function of paths and ports; ``node_host`` changes the machine (bridge, iptables,
 cgroups) and undoes it.
 
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from ansible_operator.devcluster import gobuild
 from ansible_operator.devcluster.binaries import Binaries
 from ansible_operator.devcluster.components import SERVICE_CIDR, Component, Layout
 
@@ -30,13 +32,31 @@ NODE_IP = "10.42.0.1"  # the bridge's: the node's address and the Pods' gateway
 API_SERVICE_IP = SERVICE_CIDR.rsplit(".", 1)[0] + ".1"  # the `kubernetes` Service's address
 CGROUP_ROOT = "/ansible-operator-node"  # every Pod's cgroup is below it, on every hierarchy
 SANDBOX_IMAGE = "localhost/ansible-operator/nodeimage:1"
+CLUSTER_DOMAIN = "cluster.local"
 PORT_NAMES = (
     "containerd-metrics",
     "kubelet",
     "kubelet-healthz",
     "kube-proxy",
     "kube-proxy-metrics",
+    "cluster-dns-ready",
 )
+COREDNS_VERSION = "v1.14.7"  # github.com/coredns/coredns, as clusterdns/go.mod pins it
+
+# The node's two Go programs of ours, built once into the binaries' cache (``gobuild``).
+SANDBOX_PROGRAM = gobuild.GoProgram(
+    name="nodeimage",
+    pin="local",
+    title="the real node's sandbox program (nodeimage/)",
+    module=Path(__file__).parent / "nodeimage",
+)
+DNS_PROGRAM = gobuild.GoProgram(
+    name="clusterdns",
+    pin=f"coredns-{COREDNS_VERSION}",
+    title=f"the cluster DNS (CoreDNS {COREDNS_VERSION} with the kubernetes plugin, clusterdns/)",
+    module=Path(__file__).parent / "clusterdns",
+)
+PROGRAMS = (SANDBOX_PROGRAM, DNS_PROGRAM)
 
 # What the node needs from the machine's packages, and where Debian puts them.
 PACKAGES = "containerd runc containernetworking-plugins iptables conntrack"
@@ -75,6 +95,10 @@ class NodeLayout:
     @property
     def ipam_dir(self) -> Path:
         return self.root / "ipam"
+
+    @property
+    def corefile(self) -> Path:
+        return self.root / "Corefile"
 
     @property
     def kubelet_config(self) -> Path:
@@ -186,12 +210,35 @@ def kubelet_config(node: NodeLayout, ports: dict[str, int]) -> str:
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "resolvConf": "/etc/resolv.conf",
+        "clusterDNS": [NODE_IP],
+        "clusterDomain": CLUSTER_DOMAIN,
     }
     return yaml.safe_dump(config, sort_keys=False)
 
 
-def components(bins: Binaries, node: NodeLayout, ports: dict[str, int]) -> list[Component]:
-    """containerd, the kubelet and kube-proxy, in start order."""
+def corefile(node: NodeLayout, ports: dict[str, int]) -> str:
+    """The cluster DNS on the node's address: Services and Pods by name, nothing forwarded."""
+    zones = f"{CLUSTER_DOMAIN} in-addr.arpa ip6.arpa"
+    return f"""{" ".join(f"{zone}:53" for zone in zones.split())} {{
+    bind {NODE_IP}
+    errors
+    ready 127.0.0.1:{ports["cluster-dns-ready"]}
+    kubernetes {zones} {{
+        kubeconfig {node.cluster.kubeconfig}
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 5
+    }}
+    cache 5
+}}
+"""
+
+
+def components(
+    bins: Binaries, node: NodeLayout, ports: dict[str, int], cluster_dns: Path
+) -> list[Component]:
+    """containerd, the kubelet, kube-proxy and the cluster DNS (``cluster_dns``: the program
+    built from ``DNS_PROGRAM``), in start order."""
     kubeconfig = str(node.cluster.kubeconfig)
     return [
         Component(
@@ -227,5 +274,11 @@ def components(bins: Binaries, node: NodeLayout, ports: dict[str, int]) -> list[
                 "--iptables-localhost-nodeports=false",
             ],
             f"http://127.0.0.1:{ports['kube-proxy']}/healthz",
+        ),
+        Component(
+            "cluster-dns",
+            [str(cluster_dns), "-conf", str(node.corefile)],
+            # Ready once its kubernetes plugin has listed the Services and Pods.
+            f"http://127.0.0.1:{ports['cluster-dns-ready']}/ready",
         ),
     ]

@@ -15,13 +15,6 @@ from pathlib import Path
 from ansible_operator.devcluster import binaries, gobuild, image, node, oci
 from ansible_operator.devcluster.node import NodeLayout
 
-PROGRAM = gobuild.GoProgram(
-    name="nodeimage",
-    pin="local",
-    title="the real node's sandbox program (nodeimage/)",
-    module=Path(__file__).parent / "nodeimage",
-)
-
 
 class ImageError(Exception):
     """An image cannot be loaded; the message is one line for the user."""
@@ -38,7 +31,7 @@ def import_archive(layout: NodeLayout, archive: Path) -> None:
 
 
 def load_sandbox_image(layout: NodeLayout, progress: binaries.Progress) -> None:
-    program = gobuild.ensure(PROGRAM, progress=progress)
+    program = gobuild.ensure(node.SANDBOX_PROGRAM, progress=progress)
     with tempfile.TemporaryDirectory(prefix="ansible-operator-nodeimage-") as tmp:
         # The image's program is named for what it is, whatever the cache calls its build.
         named = Path(tmp) / "nodeimage"
