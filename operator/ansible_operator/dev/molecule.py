@@ -3,9 +3,12 @@ local cluster.
 
 A private cluster for each of the ``--jobs`` run at once, started and stopped here, so that
 scenarios sharing a CRD cannot disturb each other; unless ``ANSIBLE_OPERATOR_TEST_KUBECONFIG``
-names one that is already running, which they all share. One scenario (or ``--jobs 1``) streams
-its output; several run ``--jobs`` at a time, each one's output in a file that is printed when
-it fails and kept when any fails. Each scenario gets a line with its time.
+names one that is already running, which they all share. A scenario whose platform says
+``real_node: true`` (its containers must run: ``dev-cluster up --real-node``) runs on one more
+private cluster with a real node, one such scenario at a time (a machine holds one real node).
+One scenario (or ``--jobs 1``) streams its output; several run ``--jobs`` at a time, each one's
+output in a file that is printed when it fails and kept when any fails. Each scenario gets a line
+with its time.
 Every molecule runs in a process group of its own, so SIGINT or SIGTERM stops them all (a
 stopped scenario counts as failed). Molecule finds ``dev/playbook.py``'s ``ansible-playbook``
 first on its PATH: the scenarios' module tasks and lookups run warm.
@@ -30,6 +33,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+
+import yaml
 
 from ansible_operator.dev import playbook
 from ansible_operator.dev.launcher import stop_group
@@ -73,26 +78,51 @@ def environment(caller: Mapping[str, str], kubeconfig: Path, bin_dir: Path) -> d
     return env
 
 
+def needs_real_node(project: Path, scenario: str) -> bool:
+    """Whether the scenario's platform asks for a real node (``real_node: true``)."""
+    path = project / "molecule" / scenario / "molecule.yml"
+    try:
+        config = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise MoleculeError(f"{path}: {err}") from None
+    platforms = config.get("platforms") if isinstance(config, dict) else None
+    wanted = [p.get("real_node", False) for p in platforms or [] if isinstance(p, dict)]
+    if any(not isinstance(value, bool) for value in wanted):
+        raise MoleculeError(f"{path}: a platform's real_node is true or false")
+    return any(wanted)
+
+
 @contextmanager
-def clusters(environ: Mapping[str, str], count: int) -> Iterator[list[Path]]:
-    """``count`` kubeconfigs: ``$ANSIBLE_OPERATOR_TEST_KUBECONFIG``'s each time, or each of a
-    private cluster, stopped and removed afterwards."""
+def clusters(environ: Mapping[str, str], count: int, real_node: bool) -> Iterator[Clusters]:
+    """``count`` kubeconfigs and, with ``real_node``, one of a cluster with a real node:
+    ``$ANSIBLE_OPERATOR_TEST_KUBECONFIG``'s each time, or each of a private cluster, stopped and
+    removed afterwards."""
     if environ.get(EXISTING_CLUSTER_ENV):
         kubeconfig = Path(environ[EXISTING_CLUSTER_ENV])
         if not kubeconfig.is_file():
             raise MoleculeError(f"{EXISTING_CLUSTER_ENV}={kubeconfig}: no such kubeconfig file")
-        yield [kubeconfig] * count
+        yield Clusters([kubeconfig] * count, kubeconfig if real_node else None)
         return
     with contextlib.ExitStack() as stack:
-        yield [stack.enter_context(_private_cluster()) for _ in range(count)]
+        plain = [stack.enter_context(_private_cluster()) for _ in range(count)]
+        real = stack.enter_context(_private_cluster(real_node=True)) if real_node else None
+        yield Clusters(plain, real)
+
+
+@dataclass(frozen=True)
+class Clusters:
+    plain: list[Path]  # kwok's node only
+    real: Path | None  # with a real node, for the scenarios that ask for one
 
 
 @contextmanager
-def _private_cluster() -> Iterator[Path]:
+def _private_cluster(real_node: bool = False) -> Iterator[Path]:
     state = Path(tempfile.mkdtemp(prefix="molecule-cluster."))
     dev = DevCluster(state, progress=lambda m: print(f"[dev-cluster] {m}", file=sys.stderr))
+    names = binaries.ALL_BINARIES + (binaries.NODE_BINARIES if real_node else ())
     try:
-        yield dev.up(binaries.ensure(progress=lambda m: print(m, file=sys.stderr)))
+        bins = binaries.ensure(progress=lambda m: print(m, file=sys.stderr), names=names)
+        yield dev.up(bins, real_node=real_node)
     finally:
         dev.down()
         shutil.rmtree(state, ignore_errors=True)
@@ -155,19 +185,28 @@ def _exited(proc: subprocess.Popen[bytes]) -> bool:
 def run(project: Path, wanted: list[str], jobs: int, environ: Mapping[str, str]) -> int:
     try:
         scenarios = check_scenarios(project, wanted)
-        jobs = max(1, min(jobs, len(scenarios)))
+        real = {s for s in scenarios if needs_real_node(project, s)}
+        plain = len(scenarios) - len(real)
+        jobs = max(1, min(jobs, plain)) if plain else 0
         with (
-            clusters(environ, jobs) as kubeconfigs,
+            clusters(environ, jobs, bool(real)) as kubeconfigs,
             tempfile.TemporaryDirectory(prefix="molecule-bin.") as bin_dir,
         ):
             playbook.install(Path(bin_dir))
-            envs = [environment(environ, kubeconfig, Path(bin_dir)) for kubeconfig in kubeconfigs]
+
+            def env(kubeconfig: Path) -> dict[str, str]:
+                return environment(environ, kubeconfig, Path(bin_dir))
+
+            pools = {
+                False: [env(kubeconfig) for kubeconfig in kubeconfigs.plain],
+                True: [env(kubeconfigs.real)] if kubeconfigs.real else [],
+            }
             runs = Runs(project)
             previous = {
                 sig: signal.signal(sig, _stopper(runs)) for sig in (signal.SIGINT, signal.SIGTERM)
             }
             try:
-                return _run_all(runs, scenarios, envs)
+                return _run_all(runs, scenarios, pools, real)
             finally:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
@@ -184,12 +223,15 @@ def _stopper(runs: Runs) -> Callable[[int, FrameType | None], None]:
     return handler
 
 
-def _run_all(runs: Runs, scenarios: list[str], envs: list[dict[str, str]]) -> int:
-    """Every scenario, as many at a time as there are environments (one per cluster)."""
-    if len(envs) == 1:
+def _run_all(
+    runs: Runs, scenarios: list[str], pools: dict[bool, list[dict[str, str]]], real: set[str]
+) -> int:
+    """Every scenario, as many at a time as there are environments (one per cluster); those of
+    ``real`` in the real node's (``pools[True]``), the others in the rest's."""
+    if len(pools[False]) + len(pools[True]) == 1:
         outcomes = []
         for scenario in scenarios:
-            outcome = runs.test(scenario, envs[0], None)
+            outcome = runs.test(scenario, pools[scenario in real][0], None)
             say(f"{scenario}: {outcome.seconds:.0f} s")
             outcomes.append(outcome)
         failed = [o.scenario for o in outcomes if not o.passed]
@@ -198,25 +240,30 @@ def _run_all(runs: Runs, scenarios: list[str], envs: list[dict[str, str]]) -> in
             return 1
     else:
         logs = Path(tempfile.mkdtemp(prefix="molecule-logs."))
-        say(f"{' '.join(scenarios)}, {len(envs)} at a time; output in {logs}")
-        free: queue.SimpleQueue[dict[str, str]] = queue.SimpleQueue()
-        for env in envs:
-            free.put(env)
+        workers = len(pools[False]) + len(pools[True])
+        say(f"{' '.join(scenarios)}, {workers} at a time; output in {logs}")
+        free: dict[bool, queue.SimpleQueue[dict[str, str]]] = {
+            kind: queue.SimpleQueue() for kind in pools
+        }
+        for kind, envs in pools.items():
+            for env in envs:
+                free[kind].put(env)
 
         def one(scenario: str) -> Outcome:
             log = logs / f"{scenario}.log"
-            env = free.get()  # one is free: no more run at once than there are
+            kind = scenario in real
+            env = free[kind].get()  # one is free: no more run at once than there are
             try:
                 outcome = runs.test(scenario, env, log)
             finally:
-                free.put(env)
+                free[kind].put(env)
             if not outcome.passed:
                 sys.stdout.write(log.read_text(errors="replace"))
             result = "passed" if outcome.passed else "FAILED"
             say(f"{scenario}: {result} in {outcome.seconds:.0f} s")
             return outcome
 
-        with ThreadPoolExecutor(max_workers=len(envs)) as pool:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             outcomes = list(pool.map(one, scenarios))
         if not all(o.passed for o in outcomes):
             say(f"failed; output in {logs}")

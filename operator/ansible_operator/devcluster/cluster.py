@@ -27,6 +27,7 @@ from ansible_operator.core import conditions
 from ansible_operator.devcluster import certs as certs_mod
 from ansible_operator.devcluster import (
     components,
+    example_images,
     gobuild,
     node,
     node_host,
@@ -360,20 +361,36 @@ class DevCluster:
         )
         self._say(f"real node {node.NAME} ready in {time.monotonic() - started_at:.1f}s")
 
-    def load_image(self, image: str) -> None:
-        """Copy ``image`` from podman's store into the real node's containerd."""
+    def _real_node(self) -> node.NodeLayout:
         state = self._read_state()
         if state is None or not state.get("real_node"):
             raise ClusterError(
                 f"the cluster in {self.layout.state_dir} has no real node to load images into "
                 "(start it with 'dev-cluster up --real-node')"
             )
+        return node.NodeLayout(self.layout)
+
+    def load_image(self, image: str) -> None:
+        """Copy ``image`` from podman's store into the real node's containerd."""
+        layout = self._real_node()
         started_at = time.monotonic()
         try:
-            node_images.load_from_podman(node.NodeLayout(self.layout), image)
+            node_images.load_from_podman(layout, image)
         except node_images.ImageError as err:
             raise ClusterError(str(err)) from None
         self._say(f"loaded {image} into {node.NAME} in {time.monotonic() - started_at:.1f}s")
+
+    def load_example_images(self) -> None:
+        """Make the images the etcd example names and load them into the real node."""
+        layout = self._real_node()
+        started_at = time.monotonic()
+        try:
+            names = example_images.load(layout, self._say)
+        except (node_images.ImageError, BinariesError) as err:
+            raise ClusterError(str(err)) from None
+        self._say(
+            f"loaded {', '.join(names)} into {node.NAME} in {time.monotonic() - started_at:.1f}s"
+        )
 
     def _create(self, api: LocalApi, collection: str, obj: dict, what: str) -> None:
         code, body = api.request("POST", collection, obj)

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from ansible_operator.devcluster import binaries, gobuild, node
+from ansible_operator.devcluster import binaries, example_images, gobuild, node
 from ansible_operator.devcluster.cluster import ClusterError, DevCluster
 
 
@@ -27,7 +27,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "action",
-        choices=["up", "down", "status", "kubeconfig", "build", "load-image"],
+        choices=["up", "down", "status", "kubeconfig", "build", "load-image", "example-images"],
         help="what to do",
     )
     parser.add_argument(
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         names = binaries.ALL_BINARIES + (binaries.NODE_BINARIES if args.real_node else ())
         if args.action == "build":
             print(binaries.build(names, progress=_progress))
-            for program in node.PROGRAMS if args.real_node else ():
+            for program in (*node.PROGRAMS, *example_images.ETCD_TOOLS) if args.real_node else ():
                 gobuild.ensure(program, progress=_progress)
         elif args.action == "up":
             started = time.monotonic()
@@ -102,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
                 raise ClusterError("load-image needs the images to load, e.g. localhost/op:1")
             for image in args.images:
                 cluster.load_image(image)
+        elif args.action == "example-images":
+            cluster.load_example_images()
         elif args.action == "kubeconfig":
             if not cluster.kubeconfig.exists():
                 raise ClusterError(f"no cluster in {cluster.layout.state_dir}; run 'up' first")

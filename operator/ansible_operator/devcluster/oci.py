@@ -1,9 +1,11 @@
-"""An OCI image archive of one static program, written without a registry or a container engine.
+"""An OCI image archive of a few static programs, written without a registry or a container
+engine.
 
-The real node's sandbox ("pause") image is one Go binary: its archive is a tar of the OCI image
-layout (``oci-layout``, ``index.json``, ``blobs/sha256/``) that ``ctr images import`` takes, the
-image named by the ``io.containerd.image.name`` annotation. Every timestamp is zero, so the same
-binary always makes the same image.
+The real node's sandbox ("pause") image is one Go binary, the etcd example's the etcd release's
+three: each archive is a tar of the OCI image layout (``oci-layout``, ``index.json``,
+``blobs/sha256/``) that ``ctr images import`` takes, the image named by the
+``io.containerd.image.name`` annotation. Every timestamp is zero, so the same files always make
+the same image.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import hashlib
 import io
 import json
 import tarfile
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -19,14 +23,26 @@ CONFIG = "application/vnd.oci.image.config.v1+json"
 LAYER = "application/vnd.oci.image.layer.v1.tar"
 
 
-def _file_tar(entries: dict[str, tuple[bytes, int]]) -> bytes:
-    """A tar of ``{path: (content, mode)}``, owned by root, timestamps zero."""
+@dataclass(frozen=True)
+class Link:
+    """A symbolic link in an image, to ``target``."""
+
+    target: str
+
+
+def _file_tar(entries: Mapping[str, tuple[bytes, int] | Link]) -> bytes:
+    """A tar of ``{path: (content, mode) or Link}``, owned by root, timestamps zero."""
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for path, (content, mode) in sorted(entries.items()):
+        for path, entry in sorted(entries.items()):
             info = tarfile.TarInfo(path)
-            info.size, info.mode, info.mtime = len(content), mode, 0
-            tar.addfile(info, io.BytesIO(content))
+            info.mtime = 0
+            if isinstance(entry, Link):
+                info.type, info.linkname, info.mode = tarfile.SYMTYPE, entry.target, 0o777
+                tar.addfile(info)
+            else:
+                info.size, info.mode = len(entry[0]), entry[1]
+                tar.addfile(info, io.BytesIO(entry[0]))
     return out.getvalue()
 
 
@@ -41,13 +57,18 @@ def _descriptor(media_type: str, blob: bytes) -> dict[str, object]:
 def program_image(program: Path, name: str) -> bytes:
     """The archive of an image named ``name`` (``localhost/x:tag``) holding ``program`` as
     ``/<its file name>``, its entrypoint."""
-    target = program.name
-    layer = _file_tar({target: (program.read_bytes(), 0o755)})
+    return image({program.name: (program.read_bytes(), 0o755)}, name, [f"/{program.name}"])
+
+
+def image(files: Mapping[str, tuple[bytes, int] | Link], name: str, entrypoint: list[str]) -> bytes:
+    """The archive of an image named ``name`` of one layer: ``files`` by their paths (without
+    the leading slash), their content and mode or a link."""
+    layer = _file_tar(files)
     config = json.dumps(
         {
             "architecture": "amd64",
             "os": "linux",
-            "config": {"Entrypoint": [f"/{target}"]},
+            "config": {"Entrypoint": entrypoint},
             "rootfs": {"type": "layers", "diff_ids": [_descriptor(LAYER, layer)["digest"]]},
         },
         sort_keys=True,
