@@ -27,6 +27,8 @@ import os, sys, time
 name = sys.argv[sys.argv.index("--scenario-name") + 1]
 with open(os.path.join(os.environ["FAKE_PIDS"], name), "w") as f:
     f.write(str(os.getpid()))
+with open(os.path.join(os.environ["FAKE_PIDS"], name + ".cluster"), "w") as f:
+    f.write(os.environ["K8S_AUTH_KUBECONFIG"])
 print(f"fake molecule {{name}} K8S_AUTH_KUBECONFIG={{os.environ['K8S_AUTH_KUBECONFIG']}}",
       flush=True)
 if name == os.environ.get("FAKE_SLEEP"):
@@ -157,6 +159,48 @@ def test_parallel_scenarios_each_get_a_private_cluster_of_their_own(
     started.clear()
     assert molecule.run(project, ["a"], 4, fake_molecule) == 0
     assert len(started) == 1
+
+
+def test_a_scenario_that_asks_for_a_real_node_runs_on_the_cluster_with_one(
+    tmp_path, fake_molecule, monkeypatch
+):
+    started: list[str] = []
+
+    @contextlib.contextmanager
+    def private_cluster(real_node: bool = False):
+        started.append(f"cluster-{len(started)}{'-real' if real_node else ''}")
+        yield tmp_path / started[-1]
+
+    monkeypatch.setattr(molecule, "_private_cluster", private_cluster)
+    project = project_with(tmp_path, "a", "b", "c", "data")
+    (project / "molecule/data/molecule.yml").write_text(
+        "platforms:\n  - name: cluster\n    real_node: true\n"
+    )
+    assert molecule.run(project, [], 2, {**fake_molecule, "FAKE_ALONE": "1"}) == 0
+    assert started == ["cluster-0", "cluster-1", "cluster-2-real"]
+    ran_on = {
+        name: Path(fake_molecule["FAKE_PIDS"], f"{name}.cluster").read_text()
+        for name in ("a", "b", "c", "data")
+    }
+    assert ran_on["data"] == str(tmp_path / "cluster-2-real")
+    assert {ran_on[name] for name in "abc"} <= {
+        str(tmp_path / "cluster-0"),
+        str(tmp_path / "cluster-1"),
+    }
+    # The real node's scenario alone: its cluster only.
+    started.clear()
+    assert molecule.run(project, ["data"], 2, fake_molecule) == 0
+    assert started == ["cluster-0-real"]
+
+
+def test_a_real_node_that_is_not_true_or_false_is_one_line(tmp_path, capsys):
+    project = project_with(tmp_path, "data")
+    config = project / "molecule/data/molecule.yml"
+    config.write_text("platforms:\n  - name: cluster\n    real_node: yes please\n")
+    assert molecule.run(project, [], 1, cluster_env(tmp_path)) == 1
+    assert capsys.readouterr().err == (
+        f"ansible-operator dev molecule: {config}: a platform's real_node is true or false\n"
+    )
 
 
 def dev(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None):
