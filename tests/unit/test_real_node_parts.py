@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ansible_operator.devcluster import node, node_host, oci
+from ansible_operator.devcluster.cluster import DevCluster
 from ansible_operator.devcluster.components import Layout
 
 
@@ -144,3 +145,15 @@ def test_a_real_node_refuses_a_machine_whose_iptables_another_kube_proxy_holds(
         "kubelet, kube-proxy or cluster runs here?); the real node would take them over"
     )
     assert not (tmp_path / "marker.json").exists(), "refused before any change"
+
+
+def test_a_closed_output_does_not_stop_the_cluster_from_stopping(tmp_path):
+    def closed(message: str) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    cluster = DevCluster(tmp_path, progress=closed)
+    (tmp_path / "state.json").write_text(
+        json.dumps({"server": "https://127.0.0.1:1", "components": {}, "real_node": False})
+    )
+    assert cluster.down() is True, "down went on through every progress line"
+    assert not (tmp_path / "state.json").exists()

@@ -70,7 +70,12 @@ def default_state_dir() -> Path:
 class DevCluster:
     def __init__(self, state_dir: Path | None = None, progress: Progress | None = None) -> None:
         self.layout = Layout((state_dir or default_state_dir()).resolve())
-        self._say = progress or (lambda message: None)
+        self._progress = progress or (lambda message: None)
+
+    def _say(self, message: str) -> None:
+        # An output closed under us (`| head`) must not stop a cluster from stopping.
+        with contextlib.suppress(OSError):
+            self._progress(message)
 
     @property
     def kubeconfig(self) -> Path:
