@@ -2,20 +2,20 @@
 
 The image is loaded into the node (``dev-cluster load-image``), and ``make deploy`` applies
 ``config/default`` as a user runs it. The Pod then runs with its ServiceAccount's token, passes
-its readiness probe, reconciles a sample, answers the API server's conversion reviews through
+its readiness probe, reconciles every sample, answers the API server's conversion reviews through
 the webhook's Service, and serves its metrics behind RBAC through the metrics Service;
 ``make undeploy`` removes it and its container.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
@@ -25,9 +25,9 @@ from tests.e2e.project import wait_successful
 from tests.e2e.real_node import NODE, RealNode, pod_processes, ready, real_node_cluster
 from tests.e2e.waiting import wait_until
 from tests.image.access import account_token, scrape, scraper
+from tests.image.samples import SAMPLES, apply_samples
 
 REPO = Path(__file__).resolve().parents[2]
-SAMPLES = REPO / "config" / "samples"
 SYSTEM = "ansible-operator-system"  # config/default's namespace
 PREFIX = "ansible-operator-"  # and name prefix
 
@@ -52,13 +52,6 @@ def make(*args: str, kubeconfig: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _sample(crs: client.CustomObjectsApi, name: str, plural: str) -> tuple[str, str, str, str]:
-    cr = yaml.safe_load((SAMPLES / name).read_text())
-    group, version = cr["apiVersion"].split("/")
-    crs.create_namespaced_custom_object(group, version, "default", plural, cr)
-    return group, version, plural, cr["metadata"]["name"]
-
-
 def test_make_deploy_runs_the_operator_as_a_pod_on_the_real_node(real_node, built_image):
     deployed = make("deploy", f"IMG={built_image}", kubeconfig=real_node.kubeconfig)
     assert deployed.returncode == 0, deployed.stderr
@@ -73,17 +66,20 @@ def test_make_deploy_runs_the_operator_as_a_pod_on_the_real_node(real_node, buil
     assert pod.status.container_statuses[0].container_id.startswith("containerd://")
     assert pod_processes(pod.metadata.uid), "the operator runs in the Pod's cgroup"
 
+    # Every sample, reconciled by the Pod: its log shows each one's runs. (The workloads' own
+    # images are not here: their Pods wait for an image, their CRs still reconcile.)
     cluster = Cluster(real_node.kubeconfig)
+    refs = apply_samples(cluster, "default", SAMPLES)
     with cluster.api_client() as api_client:
         crs = client.CustomObjectsApi(api_client)
-        memcached = _sample(crs, "cache_v1alpha1_memcached.yaml", "memcacheds")
-        wait_successful(crs, "default", [memcached], timeout=300)
+        wait_successful(crs, "default", refs, timeout=600)
         logs = real_node.kubectl("logs", "-n", SYSTEM, pod.metadata.name).stdout
-        assert "memcached-sample" in logs, logs
+        runs = {json.loads(line).get("name") for line in logs.splitlines() if line.startswith("{")}
+        assert {name for *_, name in refs} <= runs, logs
 
         # The API server converts through the webhook's Service (kube-proxy's rules on the
-        # machine take it to the Pod): a v1alpha1 object, stored as v1alpha2.
-        nginx = _sample(crs, "operator_v1alpha1_nginxoperator.yaml", "nginxoperators")
+        # machine take it to the Pod): the v1alpha1 sample, stored as v1alpha2.
+        nginx = next(ref for ref in refs if ref[:2] == ("operator.example.com", "v1alpha1"))
         converted = crs.get_namespaced_custom_object(
             "operator.example.com", "v1alpha2", "default", "nginxoperators", nginx[3]
         )
@@ -102,11 +98,13 @@ def test_make_deploy_runs_the_operator_as_a_pod_on_the_real_node(real_node, buil
         assert "ansible_operator_conversion_reviews_total" in body
         assert 'ansible_operator_reconcile_result{GVK="cache.example.com/v1alpha1' in body
 
-        for group, version, plural, name in (memcached, nginx):
+        # Their finalizers run in the Pod before it goes.
+        for group, version, plural, name in refs:
             crs.delete_namespaced_custom_object(group, version, "default", plural, name)
+        for group, version, plural, name in refs:
             wait_until(
                 lambda g=group, v=version, p=plural, n=name: _gone(crs, g, v, p, n),
-                what=f"{plural}/{name} deleted (its finalizer run by the Pod)",
+                what=f"{plural}/{name} deleted",
                 timeout=300,
             )
 

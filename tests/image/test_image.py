@@ -15,17 +15,16 @@ from kubernetes import client
 from ansible_operator import __version__
 from ansible_operator.core import ansible_cores
 from ansible_operator.devcluster import binaries, deploy
-from ansible_operator.gocompat import pluralize
 from tests.e2e.crds import GROUP, VERSION, install_crds, kind_crd
 from tests.e2e.project import wait_successful
 from tests.e2e.rbac import account_binding
 from tests.e2e.waiting import wait_until
 from tests.image.access import account_token, scrape, scraper
 from tests.image.pod import PodmanPod, service_account_dir
+from tests.image.samples import SAMPLES, apply_samples
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"  # the test role, mounted at /opt/test
-SAMPLES = sorted((REPO / "config" / "samples").glob("*_*.yaml"))
 ENTRYPOINT = ["/usr/bin/tini", "--", "ansible-operator", "run", "--watches-file=./watches.yaml"]
 MAX_SIZE_MIB = 700  # measured 516 MiB: ansible-core, kubernetes.core and the Python client
 
@@ -91,19 +90,6 @@ def _condition(obj: dict, ctype: str) -> dict | None:
     return None
 
 
-def _apply_samples(cluster, namespace: str, samples: list[Path]) -> list[dict]:
-    applied = []
-    with cluster.api_client() as api_client:
-        crs = client.CustomObjectsApi(api_client)
-        for path in samples:
-            cr = yaml.safe_load(path.read_text())
-            group, version = cr["apiVersion"].split("/")
-            plural = pluralize(cr["kind"])  # Prometheus: prometheuses
-            crs.create_namespaced_custom_object(group, version, namespace, plural, cr)
-            applied.append((group, version, plural, cr["metadata"]["name"]))
-    return applied
-
-
 def _get(cluster, namespace: str, ref) -> dict:
     group, version, plural, name = ref
     with cluster.api_client() as api_client:
@@ -136,7 +122,7 @@ def test_every_sample_reconciles_with_service_account_credentials(
     # Only this test's namespace: other tests may share the cluster (the RBAC is cluster-wide).
     pod.start(container, secrets, {"WATCH_NAMESPACE": namespace})
     pod.wait_ready()
-    refs = _apply_samples(cluster, namespace, SAMPLES)
+    refs = apply_samples(cluster, namespace, SAMPLES)
 
     with cluster.api_client() as api_client:
         try:
@@ -180,7 +166,7 @@ def test_a_missing_rbac_rule_is_a_failure_naming_verb_and_resource(
     pod.start(container, secrets, {"WATCH_NAMESPACE": namespace})
     pod.wait_ready()
     memcached = [p for p in SAMPLES if "memcached" in p.name]
-    (ref,) = _apply_samples(cluster, namespace, memcached)
+    (ref,) = apply_samples(cluster, namespace, memcached)
 
     def failure():
         assert pod.running(), pod.logs()
