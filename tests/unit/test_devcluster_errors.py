@@ -111,3 +111,8 @@ def test_load_image_says_what_it_needs_in_one_line(tmp_path):
     assert stray.stderr.strip() == (
         "ansible-operator dev-cluster status: status takes no images: localhost/op:1"
     )
+    stray_flag = dev_cluster("down", "--real-node", "--state-dir", str(tmp_path), env=env)
+    assert stray_flag.returncode == 1
+    assert stray_flag.stderr.strip() == (
+        "ansible-operator dev-cluster down: --real-node goes with up or build, not down"
+    )

@@ -80,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.images and args.action != "load-image":
             raise ClusterError(f"{args.action} takes no images: {' '.join(args.images)}")
+        if args.real_node and args.action not in ("up", "build"):
+            raise ClusterError(f"--real-node goes with up or build, not {args.action}")
         names = binaries.ALL_BINARIES + (binaries.NODE_BINARIES if args.real_node else ())
         if args.action == "build":
             print(binaries.build(names, progress=_progress))
