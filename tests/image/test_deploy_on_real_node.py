@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
@@ -69,9 +70,14 @@ def test_make_deploy_runs_the_operator_as_a_pod_on_the_real_node(real_node, buil
     # Every sample, reconciled by the Pod: its log shows each one's runs. (The workloads' own
     # images are not here: their Pods wait for an image, their CRs still reconcile.)
     cluster = Cluster(real_node.kubeconfig)
-    refs = apply_samples(cluster, "default", SAMPLES)
     with cluster.api_client() as api_client:
         crs = client.CustomObjectsApi(api_client)
+        # The webhook's Service reaches the Pod once kube-proxy has its endpoint, a moment after
+        # the Pod is Ready (until then: connection refused, as on any cluster).
+        wait_until(
+            lambda: _converts(crs), what="the conversion webhook through its Service", timeout=120
+        )
+        refs = apply_samples(cluster, "default", SAMPLES)
         wait_successful(crs, "default", refs, timeout=600)
         logs = real_node.kubectl("logs", "-n", SYSTEM, pod.metadata.name).stdout
         runs = {json.loads(line).get("name") for line in logs.splitlines() if line.startswith("{")}
@@ -120,6 +126,21 @@ def test_make_deploy_runs_the_operator_as_a_pod_on_the_real_node(real_node, buil
         what="the operator's container stopped on the node",
         timeout=120,
     )
+
+
+def _converts(crs: client.CustomObjectsApi) -> bool:
+    """Whether a v1alpha1 NginxOperator can be created (a dry run: the API server converts it
+    to the stored v1alpha2 through the webhook)."""
+    cr = yaml.safe_load(next(p for p in SAMPLES if "v1alpha1_nginx" in p.name).read_text())
+    try:
+        crs.create_namespaced_custom_object(
+            "operator.example.com", "v1alpha1", "default", "nginxoperators", cr, dry_run="All"
+        )
+    except ApiException as err:
+        if err.status == 500 and "conversion webhook" in str(err.body):
+            return False
+        raise
+    return True
 
 
 def _gone(crs: client.CustomObjectsApi, group: str, version: str, plural: str, name: str) -> bool:
