@@ -26,8 +26,9 @@ def _members(archive: bytes) -> dict[str, tarfile.TarInfo | bytes]:
 def test_the_program_image_is_a_valid_oci_layout_that_names_itself(tmp_path):
     program = tmp_path / "nodeimage"
     program.write_bytes(b"\x7fELF pretend program")
-    archive = oci.program_image(program, "localhost/x/nodeimage:1")
-    assert archive == oci.program_image(program, "localhost/x/nodeimage:1"), "reproducible"
+    archive = oci.program_image(program.read_bytes(), "nodeimage", "localhost/x/nodeimage:1")
+    again = oci.program_image(program.read_bytes(), "nodeimage", "localhost/x/nodeimage:1")
+    assert archive == again, "reproducible"
     files = _members(archive)
 
     def blob(digest: str) -> bytes:

@@ -119,8 +119,8 @@ class Clusters:
 def _private_cluster(real_node: bool = False) -> Iterator[Path]:
     state = Path(tempfile.mkdtemp(prefix="molecule-cluster."))
     dev = DevCluster(state, progress=lambda m: print(f"[dev-cluster] {m}", file=sys.stderr))
-    names = binaries.ALL_BINARIES + (binaries.NODE_BINARIES if real_node else ())
     try:
+        names = binaries.needed(real_node)
         bins = binaries.ensure(progress=lambda m: print(m, file=sys.stderr), names=names)
         yield dev.up(bins, real_node=real_node)
     finally:

@@ -28,6 +28,13 @@ BIN_DIR_ENV = "ANSIBLE_OPERATOR_K8S_BIN_DIR"
 KUBE_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 ALL_BINARIES = ("etcd", *KUBE_BINARIES, "kwok")
 NODE_BINARIES = ("kubelet", "kube-proxy")  # only for a real node (`dev-cluster up --real-node`)
+
+
+def needed(real_node: bool) -> tuple[str, ...]:
+    """The binaries of a cluster, with or without a real node."""
+    return ALL_BINARIES + (NODE_BINARIES if real_node else ())
+
+
 GOTOOLS_DIR = Path(__file__).parent / "gotools"
 
 # How each binary reports its version, and the version prefix we accept (same minor).

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
             raise ClusterError(f"{args.action} takes no images: {' '.join(args.images)}")
         if args.real_node and args.action not in ("up", "build"):
             raise ClusterError(f"--real-node goes with up or build, not {args.action}")
-        names = binaries.ALL_BINARIES + (binaries.NODE_BINARIES if args.real_node else ())
+        names = binaries.needed(args.real_node)
         if args.action == "build":
             print(binaries.build(names, progress=_progress))
             for program in (*node.PROGRAMS, *example_images.ETCD_TOOLS) if args.real_node else ():

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import shutil
 import struct
-import tempfile
 from pathlib import Path
 
 from ansible_operator.devcluster import binaries, gobuild, oci
 from ansible_operator.devcluster.node import NodeLayout
-from ansible_operator.devcluster.node_images import ImageError, import_archive
+from ansible_operator.devcluster.node_images import ImageError, import_image
 
 ETCD_IMAGE = f"gcr.io/etcd-development/etcd:{binaries.ETCD_VERSION}"
 SHELL_IMAGE = "docker.io/library/busybox:1.36"  # what a Pod's `busybox:1.36` means
@@ -55,11 +54,8 @@ def load(layout: NodeLayout, progress: binaries.Progress) -> list[str]:
         (ETCD_IMAGE, etcd_files, ["/usr/local/bin/etcd"]),
         (SHELL_IMAGE, shell_files, ["/bin/sh"]),
     )
-    with tempfile.TemporaryDirectory(prefix="ansible-operator-example-images-") as tmp:
-        for name, files, entrypoint in images:
-            archive = Path(tmp) / "image.tar"
-            archive.write_bytes(oci.image(files, name, entrypoint))
-            import_archive(layout, archive)
+    for name, files, entrypoint in images:
+        import_image(layout, oci.image(files, name, entrypoint))
     return [name for name, _, _ in images]
 
 

@@ -108,10 +108,6 @@ class NodeLayout:
     def kubelet_root(self) -> Path:
         return self.root / "kubelet"
 
-    @property
-    def sandbox_archive(self) -> Path:
-        return self.root / "nodeimage.tar"
-
 
 def missing_prerequisites() -> list[str]:
     """The commands and CNI plugins the node needs that this machine lacks."""

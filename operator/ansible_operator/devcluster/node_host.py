@@ -112,13 +112,25 @@ def _machine_taken() -> str:
     """What another node left on the machine that ours would take: the bridge, KUBE- chains."""
     if _run("ip", "link", "show", node.BRIDGE).returncode == 0:
         return f"a link named {node.BRIDGE}"
+    for tool, table, rules in _iptables_rules():
+        chains = [words[1] for words in rules if words[:1] == ["-N"] and _kube(words[1])]
+        if chains:
+            return f"{tool} chains {', '.join(chains[:3])} in table {table}"
+    return ""
+
+
+def _iptables_rules() -> Iterator[tuple[str, str, list[list[str]]]]:
+    """Each table's rules as ``iptables -S`` lists them (split into words), IPv4 and IPv6."""
     for tool in ("iptables", "ip6tables"):
         for table in IPTABLES_TABLES:
-            listed = _run(tool, "-t", table, "-S").stdout.splitlines()
-            chains = [line.split()[1] for line in listed if line.startswith("-N KUBE-")]
-            if chains:
-                return f"{tool} chains {', '.join(chains[:3])} in table {table}"
-    return ""
+            listed = _run(tool, "-t", table, "-S")
+            if listed.returncode == 0:
+                yield tool, table, [shlex.split(line) for line in listed.stdout.splitlines()]
+
+
+def _kube(chain: str) -> bool:
+    """A chain of the kubelet's or kube-proxy's."""
+    return chain.startswith("KUBE-")
 
 
 def cgroup_hierarchies() -> list[Path]:
@@ -261,34 +273,24 @@ def _remove_iptables() -> list[str]:
     """The rule of ``prepare`` and every KUBE- chain (the kubelet's and kube-proxy's), with the
     rules that jump to them, in IPv4 and IPv6."""
     left = []
-    for tool in ("iptables", "ip6tables"):
-        for table in IPTABLES_TABLES:
-            listed = _run(tool, "-t", table, "-S")
-            if listed.returncode != 0:
-                continue
-            lines = listed.stdout.splitlines()
-            for line in lines:
-                words = shlex.split(line)
-                if not _removable_rule(words):
-                    continue
-                if _run(tool, "-t", table, "-D", *words[1:]).returncode != 0:
-                    left.append(f"{tool} -t {table} {line}")
-            chains = [w[1] for w in map(shlex.split, lines) if w[:1] == ["-N"]]
-            kube = [c for c in chains if c.startswith("KUBE-")]
-            for chain in kube:
-                _run(tool, "-t", table, "-F", chain)
-            for chain in kube:
-                if _run(tool, "-t", table, "-X", chain).returncode != 0:
-                    left.append(f"{tool} -t {table} chain {chain}")
+    for tool, table, rules in _iptables_rules():
+        for words in filter(_removable_rule, rules):
+            if _run(tool, "-t", table, "-D", *words[1:]).returncode != 0:
+                left.append(f"{tool} -t {table} {shlex.join(words)}")
+        kube = [words[1] for words in rules if words[:1] == ["-N"] and _kube(words[1])]
+        for chain in kube:
+            _run(tool, "-t", table, "-F", chain)
+        for chain in kube:
+            if _run(tool, "-t", table, "-X", chain).returncode != 0:
+                left.append(f"{tool} -t {table} chain {chain}")
     return left
 
 
 def _removable_rule(words: list[str]) -> bool:
     """A rule (``iptables -S`` words) outside the KUBE- chains that is ours or jumps into one."""
-    if words[:1] != ["-A"] or words[1].startswith("KUBE-"):
+    if words[:1] != ["-A"] or _kube(words[1]):
         return False
-    ours = API_RULE_COMMENT in words
-    return ours or any(w.startswith("KUBE-") for w in words[2:])
+    return API_RULE_COMMENT in words or any(_kube(word) for word in words[2:])
 
 
 def _restore_sysctls(layout: NodeLayout) -> None:

@@ -7,7 +7,6 @@ into, with ``dev-cluster load-image`` (``podman save`` into ``ctr images import`
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -30,15 +29,18 @@ def import_archive(layout: NodeLayout, archive: Path) -> None:
         raise ImageError(f"importing {archive} failed: {(done.stderr or done.stdout).strip()}")
 
 
+def import_image(layout: NodeLayout, archive: bytes) -> None:
+    """Import an archive made here (``oci``) into the node's containerd."""
+    with tempfile.NamedTemporaryFile(prefix="ansible-operator-image-", suffix=".tar") as file:
+        file.write(archive)
+        file.flush()
+        import_archive(layout, Path(file.name))
+
+
 def load_sandbox_image(layout: NodeLayout, progress: binaries.Progress) -> None:
-    program = gobuild.ensure(node.SANDBOX_PROGRAM, progress=progress)
-    with tempfile.TemporaryDirectory(prefix="ansible-operator-nodeimage-") as tmp:
-        # The image's program is named for what it is, whatever the cache calls its build.
-        named = Path(tmp) / "nodeimage"
-        shutil.copy(program, named)
-        archive = Path(tmp) / "image.tar"
-        archive.write_bytes(oci.program_image(named, node.SANDBOX_IMAGE))
-        import_archive(layout, archive)
+    program = gobuild.ensure(node.SANDBOX_PROGRAM, progress=progress).read_bytes()
+    # The image's program is named for what it is, whatever the cache calls its build.
+    import_image(layout, oci.program_image(program, "nodeimage", node.SANDBOX_IMAGE))
 
 
 def load_from_podman(layout: NodeLayout, name: str) -> None:

@@ -16,7 +16,6 @@ import json
 import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 CONFIG = "application/vnd.oci.image.config.v1+json"
@@ -46,47 +45,52 @@ def _file_tar(entries: Mapping[str, tuple[bytes, int] | Link]) -> bytes:
     return out.getvalue()
 
 
-def _descriptor(media_type: str, blob: bytes) -> dict[str, object]:
-    return {
-        "mediaType": media_type,
-        "digest": "sha256:" + hashlib.sha256(blob).hexdigest(),
-        "size": len(blob),
-    }
+def _digest(blob: bytes) -> str:
+    return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
-def program_image(program: Path, name: str) -> bytes:
+def _descriptor(media_type: str, blob: bytes, digest: str) -> dict[str, object]:
+    return {"mediaType": media_type, "digest": digest, "size": len(blob)}
+
+
+def program_image(program: bytes, file_name: str, name: str) -> bytes:
     """The archive of an image named ``name`` (``localhost/x:tag``) holding ``program`` as
-    ``/<its file name>``, its entrypoint."""
-    return image({program.name: (program.read_bytes(), 0o755)}, name, [f"/{program.name}"])
+    ``/<file_name>``, its entrypoint."""
+    return image({file_name: (program, 0o755)}, name, [f"/{file_name}"])
 
 
 def image(files: Mapping[str, tuple[bytes, int] | Link], name: str, entrypoint: list[str]) -> bytes:
     """The archive of an image named ``name`` of one layer: ``files`` by their paths (without
     the leading slash), their content and mode or a link."""
     layer = _file_tar(files)
+    digests = {}  # each blob hashed once: the layer is the programs, megabytes
+    digests["layer"] = _digest(layer)
     config = json.dumps(
         {
             "architecture": "amd64",
             "os": "linux",
             "config": {"Entrypoint": entrypoint},
-            "rootfs": {"type": "layers", "diff_ids": [_descriptor(LAYER, layer)["digest"]]},
+            # Uncompressed, the layer's digest is its diff ID.
+            "rootfs": {"type": "layers", "diff_ids": [digests["layer"]]},
         },
         sort_keys=True,
     ).encode()
+    digests["config"] = _digest(config)
     manifest = json.dumps(
         {
             "schemaVersion": 2,
             "mediaType": MANIFEST,
-            "config": _descriptor(CONFIG, config),
-            "layers": [_descriptor(LAYER, layer)],
+            "config": _descriptor(CONFIG, config, digests["config"]),
+            "layers": [_descriptor(LAYER, layer, digests["layer"])],
         },
         sort_keys=True,
     ).encode()
+    digests["manifest"] = _digest(manifest)
     index = {
         "schemaVersion": 2,
         "manifests": [
             {
-                **_descriptor(MANIFEST, manifest),
+                **_descriptor(MANIFEST, manifest, digests["manifest"]),
                 "annotations": {
                     "io.containerd.image.name": name,
                     "org.opencontainers.image.ref.name": name.rpartition(":")[2],
@@ -95,8 +99,8 @@ def image(files: Mapping[str, tuple[bytes, int] | Link], name: str, entrypoint: 
         ],
     }
     blobs = {
-        f"blobs/sha256/{hashlib.sha256(blob).hexdigest()}": (blob, 0o644)
-        for blob in (layer, config, manifest)
+        f"blobs/sha256/{digests[part].removeprefix('sha256:')}": (blob, 0o644)
+        for part, blob in (("layer", layer), ("config", config), ("manifest", manifest))
     }
     return _file_tar(
         {
