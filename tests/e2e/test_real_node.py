@@ -30,6 +30,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.long]
 NODE_IMAGE = "localhost/ansible-operator/nodeimage:1"  # the sandbox image the node loads
 BRIDGE = "ao0"
 MARKER = Path("/run/ansible-operator-real-node.json")
+BRIDGE_ADDRESS = Path(f"/sys/class/net/{BRIDGE}/address")
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +48,13 @@ def test_a_pod_runs_its_container_on_the_real_node(real_node):
         ("kwok.x-k8s.io/node", "NoSchedule")
     ], "beside a real node, kwok's takes only the Pods that tolerate it"
 
+    bridge_address = BRIDGE_ADDRESS.read_text()  # before the first Pod joins the bridge
     pod = real_node.run_pod("web", NODE_IMAGE, ["-listen", ":8080"], labels={"app": "web"})
     assert pod.spec.node_name == NODE
+    # The gateway keeps its address as Pods come and go (a bridge takes its lowest port's by
+    # default: when that Pod left, the others' ARP entries pointed at nobody, and etcddata's
+    # members could not reach their Service for seconds).
+    assert BRIDGE_ADDRESS.read_text() == bridge_address
     assert pod.status.container_statuses[0].container_id.startswith("containerd://")
 
     # Its log and exec reach the kubelet through the API server.

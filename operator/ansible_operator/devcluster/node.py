@@ -29,6 +29,10 @@ NAME = "real-node-0"
 BRIDGE = "ao0"
 SUBNET = "10.42.0.0/24"  # not podman's default 10.88.0.0/16, so both may run at once
 NODE_IP = "10.42.0.1"  # the bridge's: the node's address and the Pods' gateway
+# The bridge's own MAC address (locally administered; 0a:2a:00:01 is NODE_IP). Without one a
+# bridge takes its lowest port's, so the gateway's address changes when that Pod leaves, and the
+# other Pods' ARP entries point at nobody: their Services go dark for up to a minute.
+BRIDGE_MAC = "02:42:0a:2a:00:01"
 API_SERVICE_IP = SERVICE_CIDR.rsplit(".", 1)[0] + ".1"  # the `kubernetes` Service's address
 CGROUP_ROOT = "/ansible-operator-node"  # every Pod's cgroup is below it, on every hierarchy
 SANDBOX_IMAGE = "localhost/ansible-operator/nodeimage:1"

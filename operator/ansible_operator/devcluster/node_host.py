@@ -99,7 +99,7 @@ def prepare(layout: NodeLayout, api_port: int) -> None:
     MARKER.write_text(json.dumps({"state_dir": str(layout.cluster.state_dir), "sysctls": saved}))
     for path in SYSCTLS:
         Path(path).write_text("1")
-    _must("ip", "link", "add", node.BRIDGE, "type", "bridge")
+    _must("ip", "link", "add", node.BRIDGE, "address", node.BRIDGE_MAC, "type", "bridge")
     _must("ip", "addr", "add", f"{node.NODE_IP}/{node.SUBNET.split('/')[1]}", "dev", node.BRIDGE)
     _must("ip", "link", "set", node.BRIDGE, "up")
     Path(ROUTE_LOCALNET).write_text("1")  # a Pod's packet may be routed to 127.0.0.1
