@@ -41,7 +41,9 @@ if os.environ.get("FAKE_ALONE"):  # fails when another scenario is on this clust
         sys.exit(f"{{name}}: another scenario is on this cluster")
     time.sleep(0.2)
     os.unlink(busy)
-sys.exit(1 if name == os.environ.get("FAKE_FAIL") else 0)
+if name == os.environ.get("FAKE_FAIL"):
+    print("TASK [Check it] ***", "fatal: [localhost]: FAILED! => {{'msg': 'it broke'}}", sep="\n")
+    sys.exit(1)
 """
 
 
@@ -124,10 +126,38 @@ def test_parallel_scenarios_keep_output_only_of_a_failure(tmp_path, fake_molecul
     logs = Path(lines[0].rsplit(" ", 1)[1])
     assert "fake molecule b" in out, "the failed scenario's output is printed"
     assert "fake molecule a" not in out and "fake molecule c" not in out
-    assert any(line.startswith("[molecule] b: FAILED in ") for line in lines)
+    failed = [line for line in lines if line.startswith("[molecule] b: FAILED in ")]
+    assert failed and failed[0].endswith(
+        " s: TASK [Check it]: fatal: [localhost]: FAILED! => {'msg': 'it broke'}"
+    ), "the FAILED line says what failed, for a CI that shows only a log's end"
     assert any(line.startswith("[molecule] a: passed in ") for line in lines)
     assert lines[-1] == f"[molecule] failed; output in {logs}"
     assert sorted(p.name for p in logs.iterdir()) == ["a.log", "b.log", "c.log"]
+
+
+# A molecule run's output as it frames it, with colours: an ignored failure, then the one.
+FRAMED = "\n".join(
+    f"  \x1b[2m\u2502\x1b[0m \x1b[31m{line}\x1b[0m"
+    for line in (
+        "TASK [Is it there?] ***",
+        'fatal: [localhost]: FAILED! => {"msg": "not yet"}',
+        "...ignoring",
+        "TASK [Delete the key] ***",
+        'fatal: [localhost]: FAILED! => {"rc": 1, "stderr": "context deadline',
+        '  exceeded", "stdout": ""}',
+        "TASK [Show the log] ***",
+        'fatal: [localhost]: FAILED! => {"msg": "the rescue fails again"}',
+    )
+)
+
+
+def test_the_first_failure_is_the_task_that_failed_its_message_unwrapped():
+    assert molecule.first_failure(FRAMED) == (
+        ': TASK [Delete the key]: fatal: [localhost]: FAILED! => {"rc": 1, "stderr": "context '
+        'deadline exceeded", "stdout": ""}'
+    )
+    assert molecule.first_failure("PLAY RECAP\nlocalhost: ok=3 failed=0") == ""
+    assert len(molecule.first_failure(FRAMED.replace("deadline", "x" * 2000))) == 600
 
 
 def test_parallel_scenarios_that_pass_leave_no_output_files(tmp_path, fake_molecule, capfd):

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -43,6 +45,9 @@ from ansible_operator.devcluster import ClusterError, DevCluster, binaries
 EXISTING_CLUSTER_ENV = "ANSIBLE_OPERATOR_TEST_KUBECONFIG"
 MOLECULE = Path(sys.executable).parent / "molecule"  # the virtualenv's own
 STOP_GRACE = 60.0
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+BOX = re.compile("^ *\u2502 ?")  # molecule's frame around a playbook's output
+FAILURE_LINE = 600  # characters of the first failure's line on a scenario's FAILED line
 
 
 class MoleculeError(Exception):
@@ -215,6 +220,24 @@ def run(project: Path, wanted: list[str], jobs: int, environ: Mapping[str, str])
         return 1
 
 
+def first_failure(output: str) -> str:
+    """``": TASK [name]: fatal: ..."``, the first task that failed in a molecule run's output (not
+    one ignored), its message unwrapped and cut to a line; ``""`` when none shows. So the end of
+    a long log, all that CI may show, says what failed."""
+    lines = [BOX.sub("", ANSI.sub("", line)) for line in output.splitlines()]
+    task = ""
+    for at, text in enumerate(lines):
+        if text.startswith("TASK ["):
+            task = text.partition("]")[0] + "]"
+        elif text.startswith(("fatal: [", "failed: [")):
+            wrapped = list(itertools.takewhile(lambda line: line.startswith("  "), lines[at + 1 :]))
+            if lines[at + 1 + len(wrapped) :][:1] != ["...ignoring"]:
+                return " ".join([f": {task}: {text}", *(line.strip() for line in wrapped)])[
+                    :FAILURE_LINE
+                ]
+    return ""
+
+
 def _stopper(runs: Runs) -> Callable[[int, FrameType | None], None]:
     def handler(signum: int, frame: FrameType | None) -> None:
         say(f"stopping on {signal.Signals(signum).name}")
@@ -257,10 +280,12 @@ def _run_all(
                 outcome = runs.test(scenario, env, log)
             finally:
                 free[kind].put(env)
-            if not outcome.passed:
-                sys.stdout.write(log.read_text(errors="replace"))
-            result = "passed" if outcome.passed else "FAILED"
-            say(f"{scenario}: {result} in {outcome.seconds:.0f} s")
+            if outcome.passed:
+                say(f"{scenario}: passed in {outcome.seconds:.0f} s")
+            else:
+                output = log.read_text(errors="replace")
+                sys.stdout.write(output)
+                say(f"{scenario}: FAILED in {outcome.seconds:.0f} s{first_failure(output)}")
             return outcome
 
         with ThreadPoolExecutor(max_workers=workers) as pool:
