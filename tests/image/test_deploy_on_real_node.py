@@ -1,8 +1,9 @@
 """``make deploy`` on a local cluster with a real node: the operator image runs as a real Pod.
 
-The image is loaded into the node (``dev-cluster load-image``), and ``make deploy`` applies
-``config/default`` as a user runs it. The Pod then runs with its ServiceAccount's token, passes
-its readiness probe, reconciles every sample, answers the API server's conversion reviews through
+The image is loaded into the node (``dev-cluster load-image``, and the examples' workload images
+with ``example-images``), and ``make deploy`` applies ``config/default`` as a user runs it. The
+Pod then runs with its ServiceAccount's token, passes its readiness probe, reconciles every
+sample (the memcached one's workload runs), answers the API server's conversion reviews through
 the webhook's Service, and serves its metrics behind RBAC through the metrics Service;
 ``make undeploy`` removes it and its container.
 """
@@ -36,8 +37,11 @@ PREFIX = "ansible-operator-"  # and name prefix
 @pytest.fixture(scope="module")
 def real_node(tmp_path_factory: pytest.TempPathFactory, built_image: str) -> Iterator[RealNode]:
     with real_node_cluster(tmp_path_factory.mktemp("real-node")) as node:
-        loaded = dev_cluster("load-image", built_image, state_dir=node.state_dir)
-        assert loaded.returncode == 0, loaded.stderr
+        for loaded in (
+            dev_cluster("load-image", built_image, state_dir=node.state_dir),
+            dev_cluster("example-images", state_dir=node.state_dir),  # the workloads' own
+        ):
+            assert loaded.returncode == 0, loaded.stderr
         yield node
 
 
@@ -67,8 +71,7 @@ def test_make_deploy_runs_the_operator_as_a_pod_on_the_real_node(real_node, buil
     assert pod.status.container_statuses[0].container_id.startswith("containerd://")
     assert pod_processes(pod.metadata.uid), "the operator runs in the Pod's cgroup"
 
-    # Every sample, reconciled by the Pod: its log shows each one's runs. (The workloads' own
-    # images are not here: their Pods wait for an image, their CRs still reconcile.)
+    # Every sample, reconciled by the Pod: its log shows each one's runs.
     cluster = Cluster(real_node.kubeconfig)
     with cluster.api_client() as api_client:
         crs = client.CustomObjectsApi(api_client)
@@ -82,6 +85,20 @@ def test_make_deploy_runs_the_operator_as_a_pod_on_the_real_node(real_node, buil
         logs = real_node.kubectl("logs", "-n", SYSTEM, pod.metadata.name).stdout
         runs = {json.loads(line).get("name") for line in logs.splitlines() if line.startswith("{")}
         assert {name for *_, name in refs} <= runs, logs
+
+        # The memcached sample's workload runs: Debian's memcached answers its readiness probe
+        # (the kubelet's connection to port 11211).
+        apps = client.AppsV1Api(api_client)
+        wait_until(
+            lambda: (
+                apps.read_namespaced_deployment(
+                    "memcached-sample-memcached", "default"
+                ).status.ready_replicas
+                == 1
+            ),
+            what="the memcached sample's Pod Ready",
+            timeout=300,
+        )
 
         # The API server converts through the webhook's Service (kube-proxy's rules on the
         # machine take it to the Pod): the v1alpha1 sample, stored as v1alpha2.
