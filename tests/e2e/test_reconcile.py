@@ -238,15 +238,24 @@ def test_a_run_past_its_timeout_fails_saying_so_and_leaves_no_process(
 
 
 def _process_facts(pid: int) -> str:
-    """A process's state, parent and run marker, as /proc has them."""
+    """A process's state, run marker and ancestry (each parent's group and command line), as
+    /proc has them."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     except OSError as err:
         return f"gone ({err})"
     name = MARKER_ENV.encode() + b"="
     marker = [entry.decode(errors="replace") for entry in environ if entry.startswith(name)]
-    return f"state {stat[0]}, parent {stat[1]}, group {stat[2]}, markers {marker}"
+    facts = [f"markers {marker}"]
+    while pid > 1:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            break
+        facts.append(f"{pid} (state {stat[0]}, group {stat[2]}, session {stat[3]}): {args[:200]}")
+        pid = int(stat[1])
+    return "; ".join(facts)
 
 
 def test_killing_the_operator_mid_run_ends_in_a_correct_status(operator, crs, core, namespace):

@@ -121,25 +121,5 @@ class PodmanPod:
         done = self.podman.run("logs", self.name, check=False)
         return done.stdout + done.stderr
 
-    def rss_bytes(self) -> int:
-        """Resident memory of every process in the container (tini, the operator, its runs)."""
-        pid = int(self.podman.run("inspect", "--format", "{{.State.Pid}}", self.name).stdout)
-        total, todo = 0, [pid]
-        while todo:
-            current = todo.pop()
-            status = Path(f"/proc/{current}/status").read_text()
-            total += (
-                next(
-                    int(line.split()[1]) * 1024
-                    for line in status.splitlines()
-                    if line.startswith("VmRSS:")
-                )
-                if "VmRSS:" in status
-                else 0
-            )
-            children = Path(f"/proc/{current}/task/{current}/children")
-            todo += [int(c) for c in children.read_text().split()] if children.exists() else []
-        return total
-
     def remove(self) -> None:
         self.podman.run("rm", "--force", "--time", "5", self.name, check=False)

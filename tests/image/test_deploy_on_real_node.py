@@ -118,6 +118,7 @@ def test_make_deploy_runs_the_operator_as_a_pod_on_the_real_node(real_node, buil
         with scraper(cluster, "default", f"{PREFIX}metrics-reader") as token:
             status, body = scrape(url, token)
         assert status == 200, body
+        assert "ansible_operator_build_info" in body
         assert "ansible_operator_conversion_reviews_total" in body
         assert 'ansible_operator_reconcile_result{GVK="cache.example.com/v1alpha1' in body
 

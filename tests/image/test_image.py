@@ -16,10 +16,9 @@ from ansible_operator import __version__
 from ansible_operator.core import ansible_cores
 from ansible_operator.devcluster import binaries, deploy
 from tests.e2e.crds import GROUP, VERSION, install_crds, kind_crd
-from tests.e2e.project import wait_successful
 from tests.e2e.rbac import account_binding
 from tests.e2e.waiting import wait_until
-from tests.image.access import account_token, scrape, scraper
+from tests.image.access import account_token
 from tests.image.pod import PodmanPod, service_account_dir
 from tests.image.samples import SAMPLES, apply_samples
 
@@ -105,45 +104,6 @@ def pod(podman, built_image, cluster) -> Iterator[PodmanPod]:
     if started.running() is False:
         print(started.logs())
     started.remove()
-
-
-def test_every_sample_reconciles_with_service_account_credentials(
-    cluster, namespace, deployed, pod, tmp_path
-):
-    deployment = _find(deployed, "Deployment")
-    account = _find(deployed, "ServiceAccount")["metadata"]
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    secrets = service_account_dir(
-        tmp_path / "serviceaccount",
-        cluster.kubeconfig,
-        account_token(cluster, account["namespace"], account["name"]),
-        account["namespace"],
-    )
-    # Only this test's namespace: other tests may share the cluster (the RBAC is cluster-wide).
-    pod.start(container, secrets, {"WATCH_NAMESPACE": namespace})
-    pod.wait_ready()
-    refs = apply_samples(cluster, namespace, SAMPLES)
-
-    with cluster.api_client() as api_client:
-        try:
-            wait_successful(client.CustomObjectsApi(api_client), namespace, refs, timeout=600)
-        except AssertionError:
-            print(pod.logs())
-            raise
-    assert pod.running(), pod.logs()
-    print(f"operator memory at rest in the image: {pod.rss_bytes() / 2**20:.0f} MiB")
-
-    # config/default's secure metrics, scraped as a Prometheus bound to metrics-reader would.
-    reader = _find(deployed, "ClusterRole", "metrics-reader")["metadata"]["name"]
-    url = f"https://127.0.0.1:{pod.metrics_port}/metrics"
-    assert scrape(url, account_token(cluster, account["namespace"], account["name"]))[0] == 403
-    with scraper(cluster, namespace, reader) as token:
-        status, body = scrape(url, token)
-    assert status == 200, body
-    assert "ansible_operator_build_info" in body
-    assert (
-        'ansible_operator_reconcile_result{GVK="cache.example.com/v1alpha1, Kind=Memcached"' in body
-    )
 
 
 def test_a_missing_rbac_rule_is_a_failure_naming_verb_and_resource(
