@@ -4,7 +4,7 @@ here (the memcached example's).
 ``mmdebstrap --variant=extract`` unpacks the package and its dependencies into a directory (no
 maintainer script runs, nothing starts); the unpacked dynamic loader then lists, in a chroot of
 that directory, what the program loads, as it will in a container with no ``ld.so.cache``. The
-image holds those files and nothing else (about 7 MB for memcached, against 90 unpacked).
+image holds those files and nothing else (8 MB for memcached, against 90 MB unpacked).
 """
 
 from __future__ import annotations
