@@ -100,7 +100,7 @@ lint-python: $(OPERATOR_DEPS)
 	$(BIN)/mypy
 	$(BIN)/mypy bench/operator_bench.py bench/figures.py bench/plot.py bench/processes.py \
 		bench/warm_run_costs.py bench/spec_limits_memory.py bench/launch.py bench/exit_report/sitecustomize.py
-	cd operator && ../$(BIN)/lint-imports --config ../pyproject.toml  # layers import only downward
+	cd operator && ../$(BIN)/lint-imports ../pyproject.toml  # layers import only downward
 	$(BIN)/python tests/public_names.py  # other layers only through the names their __init__ lists
 	MYPYPATH=operator $(BIN)/mypy --explicit-package-bases --namespace-packages \
 		-p ansible_collections.operator_sdk.util
