@@ -230,11 +230,11 @@ def first_failure(output: str) -> str:
         if text.startswith("TASK ["):
             task = text.partition("]")[0] + "]"
         elif text.startswith(("fatal: [", "failed: [")):
-            wrapped = list(itertools.takewhile(lambda line: line.startswith("  "), lines[at + 1 :]))
-            if lines[at + 1 + len(wrapped) :][:1] != ["...ignoring"]:
-                return " ".join([f": {task}: {text}", *(line.strip() for line in wrapped)])[
-                    :FAILURE_LINE
-                ]
+            after = lines[at + 1 :]
+            wrapped = list(itertools.takewhile(lambda line: line.startswith("  "), after))
+            if after[len(wrapped) : len(wrapped) + 1] != ["...ignoring"]:
+                message = " ".join([text, *(line.strip() for line in wrapped)])
+                return f": {task}: {message}"[:FAILURE_LINE]
     return ""
 
 

@@ -30,11 +30,6 @@ ALL_BINARIES = ("etcd", *KUBE_BINARIES, "kwok")
 NODE_BINARIES = ("kubelet", "kube-proxy")  # only for a real node (`dev-cluster up --real-node`)
 
 
-def needed(real_node: bool) -> tuple[str, ...]:
-    """The binaries of a cluster, with or without a real node."""
-    return ALL_BINARIES + (NODE_BINARIES if real_node else ())
-
-
 GOTOOLS_DIR = Path(__file__).parent / "gotools"
 
 # How each binary reports its version, and the version prefix we accept (same minor).
@@ -50,6 +45,11 @@ _VERSION_PROBES: dict[str, tuple[list[str], str]] = {
 }
 
 Progress = Callable[[str], None]
+
+
+def needed(real_node: bool) -> tuple[str, ...]:
+    """The binaries of a cluster, with or without a real node."""
+    return ALL_BINARIES + (NODE_BINARIES if real_node else ())
 
 
 class BinariesError(Exception):

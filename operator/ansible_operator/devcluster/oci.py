@@ -45,14 +45,6 @@ def _file_tar(entries: Mapping[str, tuple[bytes, int] | Link]) -> bytes:
     return out.getvalue()
 
 
-def _digest(blob: bytes) -> str:
-    return "sha256:" + hashlib.sha256(blob).hexdigest()
-
-
-def _descriptor(media_type: str, blob: bytes, digest: str) -> dict[str, object]:
-    return {"mediaType": media_type, "digest": digest, "size": len(blob)}
-
-
 def program_image(program: bytes, file_name: str, name: str) -> bytes:
     """The archive of an image named ``name`` (``localhost/x:tag``) holding ``program`` as
     ``/<file_name>``, its entrypoint."""
@@ -62,45 +54,46 @@ def program_image(program: bytes, file_name: str, name: str) -> bytes:
 def image(files: Mapping[str, tuple[bytes, int] | Link], name: str, entrypoint: list[str]) -> bytes:
     """The archive of an image named ``name`` of one layer: ``files`` by their paths (without
     the leading slash), their content and mode or a link."""
-    layer = _file_tar(files)
-    digests = {}  # each blob hashed once: the layer is the programs, megabytes
-    digests["layer"] = _digest(layer)
-    config = json.dumps(
-        {
-            "architecture": "amd64",
-            "os": "linux",
-            "config": {"Entrypoint": entrypoint},
-            # Uncompressed, the layer's digest is its diff ID.
-            "rootfs": {"type": "layers", "diff_ids": [digests["layer"]]},
-        },
-        sort_keys=True,
-    ).encode()
-    digests["config"] = _digest(config)
-    manifest = json.dumps(
-        {
-            "schemaVersion": 2,
-            "mediaType": MANIFEST,
-            "config": _descriptor(CONFIG, config, digests["config"]),
-            "layers": [_descriptor(LAYER, layer, digests["layer"])],
-        },
-        sort_keys=True,
-    ).encode()
-    digests["manifest"] = _digest(manifest)
+    blobs: dict[str, tuple[bytes, int]] = {}
+
+    def add(media_type: str, blob: bytes) -> dict[str, object]:
+        """Keep ``blob`` in the archive; its descriptor (hashed once: a layer is megabytes)."""
+        digest = hashlib.sha256(blob).hexdigest()
+        blobs[f"blobs/sha256/{digest}"] = (blob, 0o644)
+        return {"mediaType": media_type, "digest": f"sha256:{digest}", "size": len(blob)}
+
+    layer = add(LAYER, _file_tar(files))
+    config = add(
+        CONFIG,
+        json.dumps(
+            {
+                "architecture": "amd64",
+                "os": "linux",
+                "config": {"Entrypoint": entrypoint},
+                # Uncompressed, the layer's digest is its diff ID.
+                "rootfs": {"type": "layers", "diff_ids": [layer["digest"]]},
+            },
+            sort_keys=True,
+        ).encode(),
+    )
+    manifest = add(
+        MANIFEST,
+        json.dumps(
+            {"schemaVersion": 2, "mediaType": MANIFEST, "config": config, "layers": [layer]},
+            sort_keys=True,
+        ).encode(),
+    )
     index = {
         "schemaVersion": 2,
         "manifests": [
             {
-                **_descriptor(MANIFEST, manifest, digests["manifest"]),
+                **manifest,
                 "annotations": {
                     "io.containerd.image.name": name,
                     "org.opencontainers.image.ref.name": name.rpartition(":")[2],
                 },
             }
         ],
-    }
-    blobs = {
-        f"blobs/sha256/{digests[part].removeprefix('sha256:')}": (blob, 0o644)
-        for part, blob in (("layer", layer), ("config", config), ("manifest", manifest))
     }
     return _file_tar(
         {
