@@ -107,6 +107,12 @@ mode = os.environ.get("FAKE_MODE", "serve")
 if mode == "exit":
     print("fake: refusing to start in", os.environ.get("TMPDIR"), flush=True)
     sys.exit(3)
+first = not os.path.exists(os.environ["FAKE_PIDS"])
+if mode == "port-taken" or (mode == "port-taken-once" and first):
+    open(os.environ["FAKE_PIDS"], "w").close()
+    where = args["metrics-bind-address"]
+    sys.exit(f"metrics: cannot listen on {where}: error while attempting to bind on address "
+             f"('127.0.0.1', {where.rpartition(':')[2]}): address already in use")
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
 with open(os.environ["FAKE_PIDS"], "w") as f:
     f.write(f"{os.getpid()} {child.pid} {os.environ.get('TMPDIR', '-')}\n")
@@ -188,6 +194,24 @@ def test_a_taken_port_is_not_used(tmp_path, fake):
             assert port not in (operator.ports.metrics, operator.ports.probes)
         finally:
             operator.stop()
+
+
+def test_a_port_taken_before_the_operator_binds_it_gets_a_fresh_pair(tmp_path, fake, monkeypatch):
+    monkeypatch.setenv("FAKE_MODE", "port-taken-once")
+    operator = launcher.start(config(tmp_path))
+    try:
+        log = (tmp_path / "operator.log").read_text()
+        assert f"fake: serving {operator.ports.probes}" in log
+        assert f"cannot listen on 127.0.0.1:{operator.ports.metrics}:" not in log, "a fresh pair"
+        assert log.count("address already in use") == 1
+    finally:
+        operator.stop()
+
+    monkeypatch.setenv("FAKE_MODE", "port-taken")  # taken every time: the third start's error
+    with pytest.raises(launcher.LaunchError) as err:
+        launcher.start(config(tmp_path))
+    assert "address already in use" in str(err.value)
+    assert (tmp_path / "operator.log").read_text().count("address already in use") == 1 + 3
 
 
 def test_an_operator_that_exits_before_it_is_ready_is_one_error_with_its_log(

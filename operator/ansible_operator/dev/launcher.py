@@ -30,6 +30,7 @@ from ansible_operator.devcluster import processes
 
 READY_TIMEOUT = 120.0
 STOP_GRACE = 60.0  # the operator's own graceful shutdown (30 s by default) fits in it
+PORT_ATTEMPTS = 3  # starts, each with a fresh pair of ports when another process took one
 # What a clean environment keeps from the caller's (molecule's ANSIBLE_* must not leak).
 KEPT_IN_CLEAN_ENVIRONMENT = ("PATH", "HOME")
 
@@ -224,8 +225,27 @@ def _answers_ok(url: str) -> bool:
 def start(
     config: LaunchConfig, *, ready: bool = True, ready_timeout: float = READY_TIMEOUT
 ) -> OperatorProcess:
-    """Start the operator; with ``ready``, return only once it answers on ``/readyz``."""
-    argv, ports = command(config, processes.free_ports(2))
+    """Start the operator; with ``ready``, return only once it answers on ``/readyz``. A port the
+    launcher chose that another process took before the operator bound it (the operator exits
+    saying so) gets a fresh pair, up to PORT_ATTEMPTS starts."""
+    attempt = 1
+    while True:
+        picked = processes.free_ports(2)
+        logged = config.log.stat().st_size if config.log is not None and config.log.exists() else 0
+        launched = _start_once(config, picked)
+        if not ready:
+            return launched
+        try:
+            launched.wait_ready(ready_timeout)
+            return launched
+        except LaunchError:
+            if attempt == PORT_ATTEMPTS or not _lost_a_port(config.log, logged, picked):
+                raise
+        attempt += 1
+
+
+def _start_once(config: LaunchConfig, picked: list[int]) -> OperatorProcess:
+    argv, ports = command(config, picked)
     tmp_dir = private_tmp_dir() if config.own_tmp_dir else None
     env = environment(config, os.environ, tmp_dir)
     try:
@@ -245,10 +265,19 @@ def start(
     except BaseException:
         _remove(tmp_dir)
         raise
-    launched = OperatorProcess(proc, ports, config.log, tmp_dir)
-    if ready:
-        launched.wait_ready(ready_timeout)
-    return launched
+    return OperatorProcess(proc, ports, config.log, tmp_dir)
+
+
+def _lost_a_port(log: Path | None, offset: int, picked: list[int]) -> bool:
+    """Whether the operator's log, from ``offset`` on, says a port of ``picked`` was in use."""
+    if log is None:
+        return False  # its output is the caller's: nothing to tell by
+    with open(log, "rb") as file:
+        file.seek(offset)
+        said = file.read().decode(errors="replace")
+    return "address already in use" in said.lower() and any(
+        f"cannot listen on 127.0.0.1:{port}:" in said for port in picked
+    )
 
 
 # -- a detached operator, for molecule: started by one command, stopped by another --------------
